@@ -1,0 +1,79 @@
+#include "app/cli/command_line.h"
+
+#include <array>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "app/gui/gui_main.h"
+#include "app/version.h"
+
+namespace iris::app {
+namespace {
+
+int runVersion(int /*argc*/, char** /*argv*/) {
+    std::cout << versionText();
+    return 0;
+}
+
+constexpr std::array kSubcommands = {
+    Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", runGui},
+    Subcommand{"version", "print version, build and hardware information (same as --version)",
+               runVersion},
+};
+
+bool isHelpFlag(std::string_view arg) {
+    return arg == "-h" || arg == "--help" || arg == "help";
+}
+bool isVersionFlag(std::string_view arg) {
+    return arg == "-V" || arg == "--version";
+}
+
+}  // namespace
+
+std::span<const Subcommand> subcommands() {
+    return kSubcommands;
+}
+
+std::string helpText() {
+    std::ostringstream text;
+    text << "Usage: iris [SUBCOMMAND] [OPTIONS]\n\n"
+            "Iris is a desktop computer-use agent with its own multimodal inference engine.\n\n"
+            "Subcommands:\n";
+    for (const Subcommand& command : kSubcommands) {
+        text << "  " << command.name << std::string(12 - command.name.size(), ' ')
+             << command.summary << '\n';
+    }
+    text << "\nOptions:\n"
+            "  -h, --help     show this help\n"
+            "  -V, --version  same as the version subcommand\n\n"
+            "Environment:\n"
+            "  IRIS_CPU_ISA   cap the CPU kernels at scalar, avx2 or avx512\n";
+    return text.str();
+}
+
+int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err) {
+    if (argc < 2) return kSubcommands.front().run(argc, argv);
+    const std::string_view first = argv[1];
+    if (isHelpFlag(first)) {
+        out << helpText();
+        return 0;
+    }
+    if (isVersionFlag(first)) {
+        out << versionText();
+        return 0;
+    }
+    for (const Subcommand& command : kSubcommands) {
+        if (command.name != first) continue;
+        // Drop the subcommand's name, keep argv[0].
+        std::vector<char*> rest{argv[0]};
+        rest.insert(rest.end(), argv + 2, argv + argc);
+        rest.push_back(nullptr);
+        return command.run(argc - 1, rest.data());
+    }
+    err << "iris: unknown subcommand '" << first << "'\n"
+        << "Run 'iris --help' for the list of subcommands.\n";
+    return 2;
+}
+
+}  // namespace iris::app

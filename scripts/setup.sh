@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Sets up Iris on Debian 12 from nothing: installs the Debian packages it needs (apt, only the
+# missing ones, non-interactively), configures and builds with a CMake preset, then runs Iris or
+# the test suite. Safe to run again: a second run installs nothing and rebuilds only what changed.
+#
+#   scripts/setup.sh run [IRIS ARGS...]   release build, then run build/release/app/iris ARGS
+#   scripts/setup.sh test                 dev build (Debug, -Werror), then the whole ctest suite
+#   scripts/setup.sh build [PRESET]       build only (dev, release or asan; default release)
+#   scripts/setup.sh deps                 install the Debian packages only
+#
+# Works as root with no terminal (CI); as another user it asks sudo for the apt step.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Every Debian package Iris builds, tests or runs with. Keep README.md's list in step.
+readonly PACKAGES=(
+    build-essential cmake ninja-build pkg-config git
+    qt6-base-dev qt6-webengine-dev qt6-svg-dev libgl-dev
+    libopencv-dev libcurl4-openssl-dev libsqlite3-dev
+    nlohmann-json3-dev libcpp-httplib-dev
+    libx11-dev libxtst-dev
+    libgtest-dev libgmock-dev libbenchmark-dev
+    xvfb xauth desktop-file-utils appstream dpkg-dev file
+)
+
+log() { printf '\033[1m[iris setup]\033[0m %s\n' "$*" >&2; }
+
+install_packages() {
+    local missing=()
+    for package in "${PACKAGES[@]}"; do
+        # dpkg-query prints "install ok installed" only for a fully installed package.
+        if [[ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" != "install ok installed" ]]; then
+            missing+=("$package")
+        fi
+    done
+    if ((${#missing[@]} == 0)); then
+        log "all ${#PACKAGES[@]} Debian packages are installed"
+        return
+    fi
+    log "installing ${#missing[@]} Debian packages: ${missing[*]}"
+    local sudo=()
+    if ((EUID != 0)); then sudo=(sudo); fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -q
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+    local preset="$1"
+    log "configuring and building preset '$preset' in build/$preset"
+    cmake --preset "$preset"
+    cmake --build --preset "$preset" --parallel "$(nproc)"
+}
+
+command="${1:-run}"
+shift || true
+case "$command" in
+    deps)
+        install_packages
+        ;;
+    build)
+        install_packages
+        build "${1:-release}"
+        ;;
+    run)
+        install_packages
+        build release
+        log "starting build/release/app/iris $*"
+        exec build/release/app/iris "$@"
+        ;;
+    test)
+        install_packages
+        build dev
+        log "running the test suite (headless: tests use Qt's offscreen platform)"
+        # QT_QPA_PLATFORM and QTWEBENGINE_DISABLE_SANDBOX are set per test by tests/CMakeLists.txt.
+        ctest --preset dev --parallel "$(nproc)"
+        ;;
+    *)
+        echo "usage: scripts/setup.sh run [IRIS ARGS...] | test | build [PRESET] | deps" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,129 @@
+// The layers of ARCHITECTURE.md, enforced on the #include lines of the source tree:
+//   kernels <- inference <- agent <- agent/env <- app      (a layer includes only itself and below)
+// and Qt only in agent/env/ and app/ (kernels, inference and the agent core build without it).
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Layer { Kernels, Inference, Agent, Env, App, None };
+
+const char* layerName(Layer layer) {
+    switch (layer) {
+        case Layer::Kernels:
+            return "kernels";
+        case Layer::Inference:
+            return "inference";
+        case Layer::Agent:
+            return "agent";
+        case Layer::Env:
+            return "agent/env";
+        case Layer::App:
+            return "app";
+        case Layer::None:
+            break;
+    }
+    return "none";
+}
+
+// The layer a repository-relative path belongs to.
+Layer layerOf(const std::string& path) {
+    if (path.starts_with("kernels/")) return Layer::Kernels;
+    if (path.starts_with("inference/")) return Layer::Inference;
+    if (path.starts_with("agent/env/")) return Layer::Env;
+    if (path.starts_with("agent/")) return Layer::Agent;
+    if (path.starts_with("app/")) return Layer::App;
+    return Layer::None;
+}
+
+bool isQtHeader(const std::string& header) {
+    static const std::regex qt(R"(^(Q[A-Z]\w*|Qt\w*/.*|q\w+\.h)$)");
+    return std::regex_match(header, qt);
+}
+
+// Why `file` (in `from`) may not include `header` (quoted: a repository path), or nullopt.
+std::optional<std::string> violation(Layer from, const std::string& header, bool quoted) {
+    if (quoted) {
+        const Layer to = layerOf(header);
+        if (to != Layer::None && to > from) {
+            return std::string(layerName(from)) + " may not include " + layerName(to) + " (" +
+                   header + ")";
+        }
+        return std::nullopt;
+    }
+    if (isQtHeader(header) && from < Layer::Env) {
+        return std::string(layerName(from)) + " must build without Qt (" + header + ")";
+    }
+    return std::nullopt;
+}
+
+TEST(Layering, RulesCatchUpwardIncludesAndQtBelowTheEnvironment) {
+    struct Case {
+        Layer from;
+        std::string header;
+        bool quoted;
+        bool allowed;
+    };
+    const std::vector<Case> cases = {
+        {Layer::Kernels, "kernels/rms_norm.h", true, true},
+        {Layer::Kernels, "inference/gguf.h", true, false},
+        {Layer::Inference, "kernels/rms_norm.h", true, true},
+        {Layer::Inference, "agent/loop.h", true, false},
+        {Layer::Agent, "inference/engine.h", true, true},
+        {Layer::Agent, "agent/env/browser.h", true, false},
+        {Layer::Env, "agent/environment.h", true, true},
+        {Layer::Env, "app/gui/main_window.h", true, false},
+        {Layer::App, "agent/env/browser.h", true, true},
+        {Layer::Inference, "QString", false, false},
+        {Layer::Kernels, "QtCore/qglobal.h", false, false},
+        {Layer::Agent, "QImage", false, false},
+        {Layer::Env, "QWebEngineView", false, true},
+        {Layer::Inference, "vector", false, true},
+        {Layer::Agent, "opencv2/core.hpp", false, true},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(!violation(c.from, c.header, c.quoted).has_value(), c.allowed)
+            << layerName(c.from) << " includes " << c.header;
+    }
+}
+
+TEST(Layering, SourceTreeFollowsTheRules) {
+    const fs::path root = IRIS_SOURCE_ROOT;
+    static const std::regex include(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
+    int files = 0;
+    std::vector<std::string> problems;
+    for (const char* top : {"kernels", "inference", "agent", "app"}) {
+        for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+            const std::string ext = entry.path().extension().string();
+            if (!entry.is_regular_file() ||
+                (ext != ".h" && ext != ".cpp" && ext != ".cu" && ext != ".cuh" && ext != ".in")) {
+                continue;
+            }
+            const std::string path = fs::relative(entry.path(), root).generic_string();
+            const Layer from = layerOf(path);
+            ++files;
+            std::ifstream in(entry.path());
+            std::string line;
+            for (int number = 1; std::getline(in, line); ++number) {
+                std::smatch m;
+                if (!std::regex_search(line, m, include)) continue;
+                if (auto why = violation(from, m[2].str(), m[1].str() == "\"")) {
+                    problems.push_back(path + ":" + std::to_string(number) + ": " + *why);
+                }
+            }
+        }
+    }
+    EXPECT_GT(files, 5) << "scanned too few files; is IRIS_SOURCE_ROOT right?";
+    for (const std::string& p : problems)
+        ADD_FAILURE() << p;
+}
+
+}  // namespace

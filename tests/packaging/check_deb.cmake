@@ -1,0 +1,45 @@
+# cmake -DBUILD_DIR=<build> -DWORK_DIR=<scratch> -P check_deb.cmake
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+execute_process(COMMAND cpack -G DEB --config "${BUILD_DIR}/CPackConfig.cmake" -B "${WORK_DIR}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "cpack failed (${rc}):\n${out}")
+endif()
+file(GLOB debs "${WORK_DIR}/*.deb")
+list(LENGTH debs count)
+if(NOT count EQUAL 1)
+    message(FATAL_ERROR "expected one .deb in ${WORK_DIR}, found ${count}: ${debs}")
+endif()
+
+execute_process(COMMAND dpkg-deb --contents "${debs}" OUTPUT_VARIABLE contents RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb --contents failed on ${debs}")
+endif()
+foreach(path
+        ./usr/bin/iris
+        ./usr/share/applications/iris.desktop
+        ./usr/share/icons/hicolor/scalable/apps/iris.svg
+        ./usr/share/metainfo/org.irisagent.Iris.metainfo.xml)
+    string(FIND "${contents}" " ${path}\n" at)
+    if(at EQUAL -1)
+        message(FATAL_ERROR "${debs} lacks ${path}; it contains:\n${contents}")
+    endif()
+endforeach()
+
+execute_process(COMMAND dpkg-deb --field "${debs}" Package Version Depends OUTPUT_VARIABLE fields)
+foreach(expected "Package: iris" "Depends: .*libqt6widgets6")
+    if(NOT fields MATCHES "${expected}")
+        message(FATAL_ERROR "control fields do not match '${expected}':\n${fields}")
+    endif()
+endforeach()
+
+# The packaged binary must run as installed.
+execute_process(COMMAND dpkg-deb --extract "${debs}" "${WORK_DIR}/root" RESULT_VARIABLE rc)
+execute_process(COMMAND "${WORK_DIR}/root/usr/bin/iris" --version
+                RESULT_VARIABLE rc OUTPUT_VARIABLE version ERROR_VARIABLE version)
+if(NOT rc EQUAL 0 OR NOT version MATCHES "^iris [0-9]+\\.[0-9]+\\.[0-9]+\n")
+    message(FATAL_ERROR "the packaged iris --version failed (${rc}):\n${version}")
+endif()
+message(STATUS "${debs} is complete:\n${fields}")

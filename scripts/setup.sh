@@ -24,7 +24,9 @@ readonly PACKAGES=(
     xvfb xauth desktop-file-utils appstream dpkg-dev file
 )
 
-log() { printf '\033[1m[iris setup]\033[0m %s\n' "$*" >&2; }
+log() {
+    if [[ -t 2 ]]; then printf '\033[1m[iris setup]\033[0m %s\n' "$*" >&2; else printf '[iris setup] %s\n' "$*" >&2; fi
+}
 
 install_packages() {
     local missing=()

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "app/cli/inspect_command.h"
 #include "app/gui/gui_main.h"
 #include "app/version.h"
 
@@ -18,6 +19,7 @@ int runVersion(int /*argc*/, char** /*argv*/) {
 
 constexpr std::array kSubcommands = {
     Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", runGui},
+    Subcommand{"inspect", "print the metadata and tensor table of a GGUF model file", runInspect},
     Subcommand{"version", "print version, build and hardware information (same as --version)",
                runVersion},
 };

@@ -1,0 +1,78 @@
+#pragma once
+// ggml's quantisation blocks, byte for byte (ggml-common.h), and the block Iris quantises
+// activations into for integer dot products. Plain structs: no padding, any alignment
+// (GGUF only guarantees the tensor's start is aligned, and blocks are 18, 22, ... bytes).
+
+#include <cstdint>
+
+namespace iris::kernels::cpu {
+
+inline constexpr int kQK = 32;    // elements per block of the legacy types
+inline constexpr int kQKK = 256;  // elements per super-block of the K types
+
+struct BlockQ4_0 {
+    std::uint16_t d;      // f16 scale
+    std::uint8_t qs[16];  // element j in the low nibble of qs[j], element j+16 in the high one
+};                        // x = (q - 8) * d
+struct BlockQ4_1 {
+    std::uint16_t d, m;  // f16 scale and minimum
+    std::uint8_t qs[16];
+};  // x = q * d + m
+struct BlockQ5_0 {
+    std::uint16_t d;
+    std::uint8_t qh[4];  // bit j of the little-endian u32 is the 5th bit of element j
+    std::uint8_t qs[16];
+};  // x = (q - 16) * d
+struct BlockQ5_1 {
+    std::uint16_t d, m;
+    std::uint8_t qh[4];
+    std::uint8_t qs[16];
+};  // x = q * d + m
+struct BlockQ8_0 {
+    std::uint16_t d;
+    std::int8_t qs[32];
+};  // x = q * d
+struct BlockQ4_K {
+    std::uint16_t d, dmin;    // f16 scales of the 6-bit sub-block scales and minimums
+    std::uint8_t scales[12];  // 8 scales + 8 minimums, 6 bits each (see scaleMinK4)
+    std::uint8_t qs[128];     // sub-blocks 2i, 2i+1: low, high nibbles of qs[32i .. 32i+31]
+};                            // x = d * sc[s] * q - dmin * m[s]
+struct BlockQ5_K {
+    std::uint16_t d, dmin;
+    std::uint8_t scales[12];
+    std::uint8_t qh[32];  // bit s of qh[l] is the 5th bit of element l of sub-block s
+    std::uint8_t qs[128];
+};
+struct BlockQ6_K {
+    std::uint8_t ql[128];    // low 4 bits
+    std::uint8_t qh[64];     // high 2 bits
+    std::int8_t scales[16];  // one signed scale per 16 elements
+    std::uint16_t d;
+};  // x = d * scales[i / 16] * (q - 32)
+
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
+              sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
+
+// Activations quantised for the integer dot products: 32 values, one f32 scale, and the sums of
+// each half (for the weight types that carry an offset or a minimum). Iris's own format, finer
+// than ggml's q8_K (one scale per 32 values rather than per 256).
+struct BlockQ8Act {
+    float d;
+    std::int16_t sum[2];  // sum of qs[0..15] and of qs[16..31]
+    std::int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
+// Scale and minimum of sub-block s (0..7) of a Q4_K/Q5_K block: 6-bit fields packed in 12 bytes.
+static inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
+    if (s < 4) {
+        scale = q[s] & 63;
+        min = q[s + 4] & 63;
+    } else {
+        scale = (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
+        min = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
+    }
+}
+
+}  // namespace iris::kernels::cpu

@@ -103,7 +103,9 @@ const CpuFeatures& cpuFeatures() {
 
 CpuIsa highestSupportedIsa(const CpuFeatures& f) {
     const bool avx2Set = f.avx2 && f.fma && f.f16c;
-    if (avx2Set && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl) return CpuIsa::Avx512;
+    if (avx2Set && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx512vnni) {
+        return CpuIsa::Avx512;
+    }
     if (avx2Set) return CpuIsa::Avx2;
     return CpuIsa::Scalar;
 }

@@ -32,7 +32,8 @@ struct CpuFeatures {
 // The features of the CPU this process runs on. Detected on first call; thread-safe.
 const CpuFeatures& cpuFeatures();
 
-// Highest level `features` allows: Avx512 needs F, BW, DQ and VL (plus the Avx2 set);
+// Highest level `features` allows: Avx512 needs F, BW, DQ, VL and VNNI (Ice Lake, Zen 4 and
+// later; plus the Avx2 set);
 // Avx2 needs AVX2, FMA and F16C.
 CpuIsa highestSupportedIsa(const CpuFeatures& features);
 

@@ -30,8 +30,10 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
 
 std::string typeText(const inference::GgufValue& value) {
     if (const auto* array = std::get_if<inference::GgufArray>(&value)) {
-        return "[" + std::string(inference::ggufTypeName(array->elementType())) + " x " +
-               std::to_string(array->size()) + "]";
+        std::string text = "[";
+        text.append(inference::ggufTypeName(array->elementType()));
+        text.append(" x ").append(std::to_string(array->size())).append("]");
+        return text;
     }
     return std::string(inference::ggufTypeName(inference::ggufTypeOf(value)));
 }

@@ -19,17 +19,13 @@ public:
     template <class T>
     void put(const T& value) {
         static_assert(std::is_trivially_copyable_v<T>);
-        const auto* p = reinterpret_cast<const std::byte*>(&value);
-        m_out.insert(m_out.end(), p, p + sizeof(T));
+        append(&value, sizeof(T));
     }
     void putString(const std::string& s) {
         put(std::uint64_t(s.size()));
-        const auto* p = reinterpret_cast<const std::byte*>(s.data());
-        m_out.insert(m_out.end(), p, p + s.size());
+        append(s.data(), s.size());
     }
-    void putBytes(std::span<const std::byte> bytes) {
-        m_out.insert(m_out.end(), bytes.begin(), bytes.end());
-    }
+    void putBytes(std::span<const std::byte> bytes) { append(bytes.data(), bytes.size()); }
     void padTo(std::uint64_t alignment) {
         while (m_out.size() % alignment != 0)
             m_out.push_back(std::byte{0});
@@ -51,6 +47,13 @@ public:
     }
 
 private:
+    void append(const void* data, std::size_t size) {
+        if (size == 0) return;
+        const std::size_t at = m_out.size();
+        m_out.resize(at + size);
+        std::memcpy(m_out.data() + at, data, size);
+    }
+
     template <class T>
     void putElement(const T& v) {
         if constexpr (std::is_same_v<T, std::string>) {

@@ -54,15 +54,24 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 
-// Activations quantised for the integer dot products: 32 values, one f32 scale, and the sums of
-// each half (for the weight types that carry an offset or a minimum). Iris's own format, finer
-// than ggml's q8_K (one scale per 32 values rather than per 256).
+// Activations quantised for the integer dot products with the legacy types: 32 values, one f32
+// scale, and the sums of each half (for the weight types that carry an offset or a minimum).
 struct BlockQ8Act {
     float d;
     std::int16_t sum[2];  // sum of qs[0..15] and of qs[16..31]
     std::int8_t qs[32];
 };
 static_assert(sizeof(BlockQ8Act) == 40);
+
+// Activations for the K types (ggml's q8_K layout): one scale per 256 values, so that the
+// weights' 6- and 8-bit sub-block scales can be applied in integer arithmetic and converted to
+// float once per super-block.
+struct BlockQ8K {
+    float d;
+    std::int16_t bsums[16];  // sum of each 16 consecutive qs
+    std::int8_t qs[256];
+};
+static_assert(sizeof(BlockQ8K) == 292);
 
 // Scale and minimum of sub-block s (0..7) of a Q4_K/Q5_K block: 6-bit fields packed in 12 bytes.
 static inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {

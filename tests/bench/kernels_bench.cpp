@@ -8,8 +8,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu_features.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
 
 namespace {
 
@@ -43,7 +46,67 @@ void shapes(benchmark::internal::Benchmark* b) {
     b->Args({1, 896})->Args({512, 896})->Args({4096, 4096});
 }
 
+// One linear layer, y = x W^T, with W (n x k) in `type`: m = 1 is a decode step (bound by reading
+// W: compare bytes/s with the machine's bandwidth), m = 64 a prefill chunk (bound by arithmetic).
+void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa) {
+    using namespace iris::kernels;
+    if (isa > highestSupportedIsa(cpuFeatures())) {
+        state.SkipWithError("CPU lacks this level");
+        return;
+    }
+    const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
+    std::vector<float> raw(std::size_t(k), 0.0f);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<std::byte> w(std::size_t(rowBytes(type, k) * n));
+    for (std::int64_t r = 0; r < n; ++r) {
+        for (float& v : raw)
+            v = normal(rng);
+        quantizeRow(type, raw.data(), w.data() + r * rowBytes(type, k), k);
+    }
+    std::vector<float> x(std::size_t(m * k), 0.0f), y(std::size_t(m * n), 0.0f);
+    for (float& v : x)
+        v = normal(rng);
+    std::vector<std::byte> prepared(std::size_t(preparedRowBytes(type, k) * m));
+    prepareActivations(type, x.data(), k, m, k, prepared.data());
+    cpu::MatmulFn fn = isa == CpuIsa::Scalar ? cpu::matmulScalar(type)
+#if defined(IRIS_KERNELS_X86)
+                       : isa == CpuIsa::Avx2 ? cpu::matmulAvx2(type)
+                                             : cpu::matmulAvx512(type);
+#else
+                                             : nullptr;
+#endif
+    for (auto _ : state) {
+        fn(w.data(), k, prepared.data(), m, y.data(), n, 0, n);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(w.size()));
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// Qwen2.5-0.5B's FFN down projection: 896 x 4864 (decode, and a 64-token prefill chunk). Its rows
+// are whole K super-blocks (4864 = 19 x 256); the 896-wide rows of the other projections are not,
+// which is why llama.cpp's Q4_K_M stores those as q5_0 / q8_0.
+void matmulShapes(benchmark::internal::Benchmark* b) {
+    b->Args({896, 4864, 1})->Args({896, 4864, 64});
+}
+
 }  // namespace
+
+#define IRIS_MATMUL_BENCH(type)                                                                    \
+    BENCHMARK_CAPTURE(benchMatmul, type##_scalar, iris::kernels::TensorType::type, CpuIsa::Scalar) \
+        ->Apply(matmulShapes);                                                                     \
+    BENCHMARK_CAPTURE(benchMatmul, type##_avx2, iris::kernels::TensorType::type, CpuIsa::Avx2)     \
+        ->Apply(matmulShapes);                                                                     \
+    BENCHMARK_CAPTURE(benchMatmul, type##_avx512, iris::kernels::TensorType::type, CpuIsa::Avx512) \
+        ->Apply(matmulShapes);
+IRIS_MATMUL_BENCH(F16)
+IRIS_MATMUL_BENCH(Q8_0)
+IRIS_MATMUL_BENCH(Q4_K)
+IRIS_MATMUL_BENCH(Q6_K)
+IRIS_MATMUL_BENCH(Q4_0)
+IRIS_MATMUL_BENCH(Q5_0)
 
 BENCHMARK_CAPTURE(benchRmsNorm, scalar, iris::kernels::cpu::rmsNormScalar, CpuIsa::Scalar)
     ->Apply(shapes);

@@ -23,6 +23,8 @@ TEST(CpuFeatures, HighestIsaNeedsTheWholeSet) {
     f.avx512f = f.avx512bw = f.avx512vl = true;
     EXPECT_EQ(highestSupportedIsa(f), CpuIsa::Avx2) << "AVX-512 level also needs DQ";
     f.avx512dq = true;
+    EXPECT_EQ(highestSupportedIsa(f), CpuIsa::Avx2) << "AVX-512 level also needs VNNI";
+    f.avx512vnni = true;
     EXPECT_EQ(highestSupportedIsa(f), CpuIsa::Avx512);
     f.f16c = false;
     EXPECT_EQ(highestSupportedIsa(f), CpuIsa::Scalar) << "AVX-512 level builds on the AVX2 set";

@@ -1,5 +1,5 @@
-// Compiled with -mavx512f -mavx512bw -mavx512dq -mavx512vl (plus the AVX2 set); only called when
-// the CPU has them (cpu/dispatch.h).
+// Compiled with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx512vnni (plus the AVX2 set); only
+// called when the CPU has them (cpu/dispatch.h).
 #include <cmath>
 
 #include <immintrin.h>

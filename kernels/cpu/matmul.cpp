@@ -1,0 +1,69 @@
+#include "kernels/matmul.h"
+
+#include <cstring>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu_features.h"
+
+namespace iris::kernels {
+namespace {
+
+bool takesFloatActivations(TensorType type) {
+    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
+}
+
+}  // namespace
+
+namespace cpu {
+
+IsaVariants<MatmulFn> matmulVariants(TensorType weightType) {
+    return {
+        .scalar = matmulScalar(weightType),
+#if defined(IRIS_KERNELS_X86)
+        .avx2 = matmulAvx2(weightType), .avx512 = matmulAvx512(weightType)
+#endif
+    };
+}
+
+}  // namespace cpu
+
+namespace cpu {
+
+bool usesQ8KActivations(TensorType weightType) {
+    return weightType == TensorType::Q4_K || weightType == TensorType::Q5_K ||
+           weightType == TensorType::Q6_K;
+}
+
+}  // namespace cpu
+
+std::int64_t preparedRowBytes(TensorType weightType, std::int64_t k) {
+    if (takesFloatActivations(weightType)) return k * std::int64_t(sizeof(float));
+    if (cpu::usesQ8KActivations(weightType))
+        return k / cpu::kQKK * std::int64_t(sizeof(cpu::BlockQ8K));
+    return k / cpu::kQK * std::int64_t(sizeof(cpu::BlockQ8Act));
+}
+
+void prepareActivations(TensorType weightType, const float* x, std::ptrdiff_t xStride,
+                        std::int64_t m, std::int64_t k, void* prepared) {
+    auto* out = static_cast<std::uint8_t*>(prepared);
+    const std::int64_t rowBytes = preparedRowBytes(weightType, k);
+    for (std::int64_t i = 0; i < m; ++i, out += rowBytes) {
+        if (takesFloatActivations(weightType)) {
+            std::memcpy(out, x + i * xStride, std::size_t(rowBytes));
+        } else if (cpu::usesQ8KActivations(weightType)) {
+            cpu::quantizeActivationRowK(x + i * xStride, k, out);
+        } else {
+            cpu::quantizeActivationRow(x + i * xStride, k, out);
+        }
+    }
+}
+
+void matmul(TensorType weightType, const void* w, std::int64_t k, const void* prepared,
+            std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+            std::int64_t nEnd) {
+    const cpu::MatmulFn fn = cpu::pickVariant(cpu::matmulVariants(weightType), activeIsa());
+    fn(w, k, prepared, m, y, yStride, nBegin, nEnd);
+}
+
+}  // namespace iris::kernels

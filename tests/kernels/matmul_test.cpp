@@ -1,0 +1,179 @@
+#include "kernels/matmul.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu_features.h"
+#include "kernels/quant.h"
+
+namespace iris::kernels {
+namespace {
+
+constexpr TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
+                                 TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1,
+                                 TensorType::Q5_0, TensorType::Q5_1, TensorType::Q4_K,
+                                 TensorType::Q5_K, TensorType::Q6_K};
+
+struct Problem {
+    TensorType type;
+    std::int64_t n, k, m;
+    std::vector<std::byte> w;  // n rows of `type`
+    std::vector<float> wf;     // the same weights dequantised
+    std::vector<float> x;      // m rows of k
+    std::vector<std::byte> prepared;
+};
+
+Problem makeProblem(TensorType type, std::int64_t n, std::int64_t m, unsigned seed) {
+    const std::int64_t block = tensorTypeInfo(type).blockElements;
+    Problem p{type, n, block == 256 ? 512 : 160, m, {}, {}, {}, {}};
+    if (type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16)
+        p.k = 77;  // odd tail
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> raw(std::size_t(n * p.k), 0.0f);
+    for (float& v : raw)
+        v = 0.05f * normal(rng);
+    p.w.resize(std::size_t(rowBytes(type, p.k) * n));
+    p.wf.resize(raw.size());
+    for (std::int64_t r = 0; r < n; ++r) {
+        quantizeRow(type, raw.data() + r * p.k, p.w.data() + r * rowBytes(type, p.k), p.k);
+        dequantizeRow(type, p.w.data() + r * rowBytes(type, p.k), p.wf.data() + r * p.k, p.k);
+    }
+    p.x.resize(std::size_t(m * p.k));
+    for (float& v : p.x)
+        v = normal(rng);
+    p.x[3] = 25.0f;  // an activation outlier, as real hidden states have
+    p.prepared.resize(std::size_t(preparedRowBytes(type, p.k) * m));
+    prepareActivations(type, p.x.data(), p.k, m, p.k, p.prepared.data());
+    return p;
+}
+
+bool quantisedActivations(TensorType type) {
+    return type != TensorType::F32 && type != TensorType::F16 && type != TensorType::BF16;
+}
+
+// The float64 product of the dequantised weights and the original activations, and how far a
+// correct kernel may be from it: the 8-bit activation rounding (at most half a step per value)
+// plus f32 accumulation.
+struct Reference {
+    double value, tolerance;
+};
+
+Reference reference(const Problem& p, std::int64_t i, std::int64_t n) {
+    // Activations share one scale per 32 values (per 256 for the K types).
+    const std::int64_t group = cpu::usesQ8KActivations(p.type) ? 256 : 32;
+    double sum = 0, magnitude = 0, quantisation = 0;
+    for (std::int64_t b = 0; b < p.k; b += group) {
+        double amax = 0;
+        for (std::int64_t j = b; j < std::min(b + group, p.k); ++j)
+            amax = std::max(amax, std::fabs(double(p.x[std::size_t(i * p.k + j)])));
+        for (std::int64_t j = b; j < std::min(b + group, p.k); ++j) {
+            const double w = p.wf[std::size_t(n * p.k + j)], x = p.x[std::size_t(i * p.k + j)];
+            sum += w * x;
+            magnitude += std::fabs(w * x);
+            quantisation += std::fabs(w) * amax / 254.0;
+        }
+    }
+    const double tolerance =
+        (quantisedActivations(p.type) ? quantisation * 1.001 : 0.0) + 1e-5 * magnitude + 1e-6;
+    return {sum, tolerance};
+}
+
+struct Variant {
+    std::string name;
+    CpuIsa isa;
+};
+
+class MatmulVariant : public ::testing::TestWithParam<CpuIsa> {
+protected:
+    void SetUp() override {
+        if (GetParam() > highestSupportedIsa(cpuFeatures()))
+            GTEST_SKIP() << "this CPU lacks " << cpuIsaName(GetParam());
+    }
+    cpu::MatmulFn variant(TensorType type) const {
+        switch (GetParam()) {
+            case CpuIsa::Scalar:
+                return cpu::matmulScalar(type);
+#if defined(IRIS_KERNELS_X86)
+            case CpuIsa::Avx2:
+                return cpu::matmulAvx2(type);
+            case CpuIsa::Avx512:
+                return cpu::matmulAvx512(type);
+#else
+            default:
+                return nullptr;
+#endif
+        }
+        return nullptr;
+    }
+};
+
+TEST_P(MatmulVariant, EveryTypeMatchesTheFloat64Reference) {
+    for (TensorType type : kTypes) {
+        const cpu::MatmulFn fn = variant(type);
+        ASSERT_NE(fn, nullptr) << tensorTypeInfo(type).name;
+        for (std::int64_t m : {1, 2, 3, 4, 5, 9}) {
+            const Problem p = makeProblem(type, 6, m, unsigned(m) * 7 + unsigned(type));
+            std::vector<float> y(std::size_t(m * p.n), NAN);
+            fn(p.w.data(), p.k, p.prepared.data(), m, y.data(), p.n, 0, p.n);
+            for (std::int64_t i = 0; i < m; ++i) {
+                for (std::int64_t n = 0; n < p.n; ++n) {
+                    const Reference ref = reference(p, i, n);
+                    ASSERT_NEAR(double(y[std::size_t(i * p.n + n)]), ref.value, ref.tolerance)
+                        << tensorTypeInfo(type).name << " " << cpuIsaName(GetParam()) << " m=" << m
+                        << " i=" << i << " n=" << n;
+                }
+            }
+        }
+    }
+}
+
+TEST_P(MatmulVariant, AgreesWithTheScalarKernelOnTheSameQuantisedInputs) {
+    for (TensorType type : kTypes) {
+        const Problem p = makeProblem(type, 5, 6, 99);
+        std::vector<float> got(std::size_t(p.m * p.n)), want(got.size());
+        variant(type)(p.w.data(), p.k, p.prepared.data(), p.m, got.data(), p.n, 0, p.n);
+        cpu::matmulScalar(type)(p.w.data(), p.k, p.prepared.data(), p.m, want.data(), p.n, 0, p.n);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_NEAR(double(got[i]), double(want[i]), 2e-5 * (std::fabs(double(want[i])) + 1.0))
+                << tensorTypeInfo(type).name << " " << i;
+        }
+    }
+}
+
+TEST_P(MatmulVariant, WritesOnlyTheRequestedColumns) {
+    const Problem p = makeProblem(TensorType::Q4_K, 8, 3, 5);
+    std::vector<float> y(std::size_t(p.m * 10), -7.0f);  // yStride 10 > n
+    variant(TensorType::Q4_K)(p.w.data(), p.k, p.prepared.data(), p.m, y.data(), 10, 2, 5);
+    for (std::int64_t i = 0; i < p.m; ++i) {
+        for (std::int64_t n = 0; n < 10; ++n) {
+            const float v = y[std::size_t(i * 10 + n)];
+            if (n >= 2 && n < 5) {
+                EXPECT_NE(v, -7.0f);
+            } else {
+                EXPECT_EQ(v, -7.0f) << "i=" << i << " n=" << n;
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, MatmulVariant,
+                         ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
+                         [](const auto& param) { return std::string(cpuIsaName(param.param)); });
+
+TEST(Matmul, DispatchMatchesTheActiveVariant) {
+    const Problem p = makeProblem(TensorType::Q8_0, 4, 2, 1);
+    std::vector<float> a(8), b(8);
+    matmul(TensorType::Q8_0, p.w.data(), p.k, p.prepared.data(), 2, a.data(), 4, 0, 4);
+    cpu::pickVariant(cpu::matmulVariants(TensorType::Q8_0), activeIsa())(
+        p.w.data(), p.k, p.prepared.data(), 2, b.data(), 4, 0, 4);
+    EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace iris::kernels

@@ -1,0 +1,171 @@
+#include "inference/kv_cache.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace iris::inference {
+
+Result<KvCache> KvCache::create(const KvCacheOptions& options) {
+    if (options.layers <= 0 || options.kvHeads <= 0 || options.headDim <= 0 ||
+        options.blockSize <= 0 || options.blocks <= 0) {
+        return Status::invalidArgument(
+            "KV cache: layers, heads, head size, block size and block count must be positive");
+    }
+    if (options.type != kernels::TensorType::F16 && options.type != kernels::TensorType::F32) {
+        return Status::invalidArgument("KV cache: element type must be f16 or f32");
+    }
+    KvCache cache;
+    cache.m_options = options;
+    const std::int64_t bytes = 2 * options.layers * options.blocks * cache.blockBytes();
+    cache.m_storage.resize(std::size_t(bytes));
+    cache.m_refCount.assign(std::size_t(options.blocks), 0);
+    cache.m_freeList.reserve(std::size_t(options.blocks));
+    for (std::int64_t b = options.blocks - 1; b >= 0; --b)
+        cache.m_freeList.push_back(std::int32_t(b));
+    return cache;
+}
+
+std::int64_t KvCache::elementBytes() const {
+    return m_options.type == kernels::TensorType::F16 ? 2 : 4;
+}
+
+std::int64_t KvCache::blockBytes() const {
+    return std::int64_t(m_options.blockSize) * m_options.kvHeads * m_options.headDim *
+           elementBytes();
+}
+
+std::byte* KvCache::layerBase(int layer, bool value) {
+    const std::int64_t layerBytes = m_options.blocks * blockBytes();
+    return m_storage.data() + (2 * std::int64_t(layer) + (value ? 1 : 0)) * layerBytes;
+}
+
+const void* KvCache::keys(int layer) const {
+    return const_cast<KvCache*>(this)->layerBase(layer, false);
+}
+const void* KvCache::values(int layer) const {
+    return const_cast<KvCache*>(this)->layerBase(layer, true);
+}
+
+SequenceId KvCache::newSequence() {
+    for (std::size_t i = 0; i < m_sequences.size(); ++i) {
+        if (!m_sequences[i].live) {
+            m_sequences[i] = Sequence{true, 0, {}};
+            return SequenceId(i);
+        }
+    }
+    m_sequences.push_back(Sequence{true, 0, {}});
+    return SequenceId(m_sequences.size() - 1);
+}
+
+bool KvCache::exists(SequenceId sequence) const {
+    return sequence >= 0 && std::size_t(sequence) < m_sequences.size() &&
+           m_sequences[std::size_t(sequence)].live;
+}
+
+SequenceId KvCache::fork(SequenceId source, std::int64_t length) {
+    assert(exists(source) && length <= this->length(source));
+    const SequenceId id = newSequence();
+    const Sequence& from = m_sequences[std::size_t(source)];
+    Sequence& to = m_sequences[std::size_t(id)];
+    const std::int64_t blocks = (length + m_options.blockSize - 1) / m_options.blockSize;
+    to.blocks.assign(from.blocks.begin(), from.blocks.begin() + blocks);
+    for (std::int32_t b : to.blocks)
+        ++m_refCount[std::size_t(b)];
+    to.length = length;
+    return id;
+}
+
+void KvCache::release(SequenceId sequence) {
+    if (!exists(sequence)) return;
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    for (std::int32_t b : s.blocks)
+        dropBlock(b);
+    s = Sequence{};
+}
+
+std::int64_t KvCache::length(SequenceId sequence) const {
+    return m_sequences[std::size_t(sequence)].length;
+}
+
+std::span<const std::int32_t> KvCache::blockTable(SequenceId sequence) const {
+    return m_sequences[std::size_t(sequence)].blocks;
+}
+
+std::int32_t KvCache::takeBlock() {
+    const std::int32_t b = m_freeList.back();
+    m_freeList.pop_back();
+    m_refCount[std::size_t(b)] = 1;
+    return b;
+}
+
+void KvCache::dropBlock(std::int32_t block) {
+    if (--m_refCount[std::size_t(block)] == 0) m_freeList.push_back(block);
+}
+
+Status KvCache::extend(SequenceId sequence, std::int64_t newLength) {
+    assert(exists(sequence));
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    if (newLength <= s.length) return {};
+    const std::int64_t needed = (newLength + m_options.blockSize - 1) / m_options.blockSize;
+    const std::int64_t missing = needed - std::int64_t(s.blocks.size());
+    // The partly filled last block gets written too: if a fork shares it, it is copied first.
+    const bool copyLast =
+        s.length % m_options.blockSize != 0 && m_refCount[std::size_t(s.blocks.back())] > 1;
+    if (missing + (copyLast ? 1 : 0) > freeBlocks()) {
+        return Status::outOfRange("KV cache full: " + std::to_string(missing) + " more blocks of " +
+                                  std::to_string(m_options.blockSize) + " tokens needed, " +
+                                  std::to_string(freeBlocks()) + " free (raise the context size)");
+    }
+    if (copyLast) makePrivate(s, s.blocks.size() - 1);
+    for (std::int64_t i = 0; i < missing; ++i)
+        s.blocks.push_back(takeBlock());
+    s.length = newLength;
+    return {};
+}
+
+void KvCache::truncate(SequenceId sequence, std::int64_t length) {
+    assert(exists(sequence));
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    if (length >= s.length) return;
+    const std::size_t keep = std::size_t((length + m_options.blockSize - 1) / m_options.blockSize);
+    for (std::size_t i = keep; i < s.blocks.size(); ++i)
+        dropBlock(s.blocks[i]);
+    s.blocks.resize(keep);
+    s.length = length;
+}
+
+void KvCache::makePrivate(Sequence& sequence, std::size_t index) {
+    const std::int32_t shared = sequence.blocks[index];
+    if (m_refCount[std::size_t(shared)] == 1) return;
+    const std::int32_t copy = takeBlock();
+    for (int layer = 0; layer < m_options.layers; ++layer) {
+        for (bool value : {false, true}) {
+            std::byte* base = layerBase(layer, value);
+            std::memcpy(base + copy * blockBytes(), base + shared * blockBytes(),
+                        std::size_t(blockBytes()));
+        }
+    }
+    dropBlock(shared);
+    sequence.blocks[index] = copy;
+}
+
+void* KvCache::slot(int layer, bool value, SequenceId sequence, std::int64_t position) {
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    assert(position < s.length);
+    const std::size_t index = std::size_t(position / m_options.blockSize);
+    assert(m_refCount[std::size_t(s.blocks[index])] == 1 &&
+           "only positions extend() made room for are written");
+    const std::int64_t row = position % m_options.blockSize;
+    return layerBase(layer, value) + s.blocks[index] * blockBytes() +
+           row * m_options.kvHeads * m_options.headDim * elementBytes();
+}
+
+void* KvCache::keySlot(int layer, SequenceId sequence, std::int64_t position) {
+    return slot(layer, false, sequence, position);
+}
+
+void* KvCache::valueSlot(int layer, SequenceId sequence, std::int64_t position) {
+    return slot(layer, true, sequence, position);
+}
+
+}  // namespace iris::inference

@@ -1,0 +1,92 @@
+#pragma once
+// Paged key/value cache. One pool of fixed-size blocks (pages) is allocated up front; each
+// sequence owns a block table mapping its token positions to blocks. Blocks are reference
+// counted so sequences can share a prefix (fork), and a shared block is copied before it is
+// written (copy on write). Positions enter attention only through RoPE, so K is stored rotated.
+//
+// Layout per layer: K and V each [block][row in block][kv head][head dim], in f16 or f32.
+// Not thread-safe: the engine's scheduler thread owns it; forward passes read and write
+// reserved slots from the compute threads.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "inference/status.h"
+#include "kernels/tensor_type.h"
+
+namespace iris::inference {
+
+using SequenceId = std::int32_t;
+
+struct KvCacheOptions {
+    int layers = 0;
+    int kvHeads = 0;
+    int headDim = 0;                                      // of K and V
+    int blockSize = 16;                                   // tokens per block
+    std::int64_t blocks = 0;                              // pool size
+    kernels::TensorType type = kernels::TensorType::F16;  // F16 or F32
+};
+
+class KvCache {
+public:
+    // Allocates the pool. InvalidArgument for a non-positive size or an unsupported type.
+    static Result<KvCache> create(const KvCacheOptions& options);
+
+    const KvCacheOptions& options() const { return m_options; }
+    std::int64_t freeBlocks() const { return std::int64_t(m_freeList.size()); }
+    std::size_t bytes() const { return m_storage.size(); }
+
+    SequenceId newSequence();
+    // A new sequence sharing the first `length` tokens of `source` (blocks shared, not copied).
+    SequenceId fork(SequenceId source, std::int64_t length);
+    void release(SequenceId sequence);  // frees its blocks (those no other sequence shares)
+    bool exists(SequenceId sequence) const;
+
+    std::int64_t length(SequenceId sequence) const;
+    // Makes room for positions [length, newLength) and sets the length to newLength; the blocks
+    // holding those positions are private to the sequence afterwards (a shared partial block is
+    // copied). OutOfRange (nothing changed) when the pool has too few free blocks.
+    Status extend(SequenceId sequence, std::int64_t newLength);
+    // Forgets positions >= length (freeing whole blocks past it).
+    void truncate(SequenceId sequence, std::int64_t length);
+
+    std::span<const std::int32_t> blockTable(SequenceId sequence) const;
+
+    // Where token `position` of `sequence` keeps its K (or V) for `layer`: kvHeads * headDim
+    // elements. Only positions made room for by the last extend() may be written. Pure
+    // addressing: safe to call from compute threads.
+    void* keySlot(int layer, SequenceId sequence, std::int64_t position);
+    void* valueSlot(int layer, SequenceId sequence, std::int64_t position);
+
+    // Base of a layer's K or V pool, for attention: block b row r at
+    // base + ((b * blockSize + r) * kvHeads * headDim) elements.
+    const void* keys(int layer) const;
+    const void* values(int layer) const;
+
+private:
+    struct Sequence {
+        bool live = false;
+        std::int64_t length = 0;
+        std::vector<std::int32_t> blocks;
+    };
+
+    KvCache() = default;
+    std::int64_t elementBytes() const;
+    std::int64_t blockBytes() const;  // one block of K (or V) of one layer
+    std::byte* layerBase(int layer, bool value);
+    std::int32_t takeBlock();
+    void dropBlock(std::int32_t block);
+    void makePrivate(Sequence& sequence, std::size_t index);  // copy a shared block
+    void* slot(int layer, bool value, SequenceId sequence, std::int64_t position);
+
+    KvCacheOptions m_options;
+    std::vector<std::byte> m_storage;
+    std::vector<std::int32_t> m_refCount;
+    std::vector<std::int32_t> m_freeList;
+    std::vector<Sequence> m_sequences;
+};
+
+}  // namespace iris::inference

@@ -1,0 +1,15 @@
+#pragma once
+// One creator per architecture file; model.cpp's table maps general.architecture to them.
+
+#include <memory>
+
+#include "inference/gguf/gguf_file.h"
+#include "inference/models/model.h"
+
+namespace iris::inference {
+
+Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file);    // qwen2.cpp
+Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file);  // qwen2vl.cpp
+Result<std::unique_ptr<Model>> createQwen3(const GgufFile& file);    // qwen3.cpp
+
+}  // namespace iris::inference

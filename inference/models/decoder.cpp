@@ -1,0 +1,400 @@
+#include "inference/models/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/activation.h"
+#include "kernels/attention.h"
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rope.h"
+
+namespace iris::inference {
+namespace {
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string text;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) text.append(" x ");
+        text.append(std::to_string(shape[i]));
+    }
+    return text;
+}
+
+// Finds tensors by name and checks their shapes and types, with errors that name both.
+class TensorBinder {
+public:
+    explicit TensorBinder(const GgufFile& file) : m_file(file) {}
+
+    Result<const GgufTensor*> tensor(const std::string& name,
+                                     const std::vector<std::int64_t>& shape) const {
+        const GgufTensor* t = m_file.findTensor(name);
+        if (t == nullptr)
+            return Status::notFound(m_file.name() + ": missing tensor '" + name + "'");
+        if (t->shape != shape) {
+            return Status::corrupt(m_file.name() + ": tensor '" + name + "' has shape " +
+                                   shapeText(t->shape) + ", expected " + shapeText(shape));
+        }
+        if (!kernels::tensorTypeInfo(t->type).computable) {
+            return Status::unsupported(m_file.name() + ": tensor '" + name + "' has type " +
+                                       std::string(kernels::tensorTypeInfo(t->type).name) +
+                                       ", which Iris cannot compute with yet");
+        }
+        return t;
+    }
+
+    // A 1-D f32 vector (norm weights, biases).
+    Result<const float*> vector(const std::string& name, std::int64_t size) const {
+        Result<const GgufTensor*> t = tensor(name, {size});
+        if (!t) return t.status();
+        if ((*t)->type != kernels::TensorType::F32) {
+            return Status::unsupported(m_file.name() + ": tensor '" + name + "' is " +
+                                       std::string(kernels::tensorTypeInfo((*t)->type).name) +
+                                       ", expected f32");
+        }
+        return reinterpret_cast<const float*>((*t)->data.data());
+    }
+
+    Result<Linear> linear(const std::string& prefix, std::int64_t in, std::int64_t out,
+                          bool bias) const {
+        Result<const GgufTensor*> w = tensor(prefix + ".weight", {in, out});
+        if (!w) return w.status();
+        Linear linear{(*w)->type, (*w)->data.data(), in, out, nullptr};
+        if (bias) {
+            Result<const float*> b = vector(prefix + ".bias", out);
+            if (!b) return b.status();
+            linear.bias = *b;
+        }
+        return linear;
+    }
+
+    bool has(const std::string& name) const { return m_file.findTensor(name) != nullptr; }
+
+private:
+    const GgufFile& m_file;
+};
+
+// Growable f32 scratch that keeps its capacity between forward passes.
+float* resized(std::vector<float>& buffer, std::int64_t size) {
+    if (std::int64_t(buffer.size()) < size) buffer.resize(std::size_t(size));
+    return buffer.data();
+}
+
+class DecoderModel final : public Model {
+public:
+    DecoderModel(ModelConfig config, DecoderWeights weights)
+        : m_config(std::move(config)), m_weights(std::move(weights)) {}
+
+    const ModelConfig& config() const override { return m_config; }
+
+    Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                   std::vector<float>& logits) override;
+
+private:
+    // y (rows x out) = x (rows x in) W^T + b, split over the pool by output column.
+    void linear(const Linear& w, const float* x, std::int64_t rows, float* y, ThreadPool& pool);
+    void ropeTables(std::span<const TokenInput> batch);
+
+    ModelConfig m_config;
+    DecoderWeights m_weights;
+    // Scratch, reused across calls (forward is not reentrant).
+    std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_attn, m_gate, m_up, m_cos, m_sin, m_rows;
+    std::vector<std::byte> m_prepared;
+};
+
+void DecoderModel::linear(const Linear& w, const float* x, std::int64_t rows, float* y,
+                          ThreadPool& pool) {
+    const std::int64_t rowBytes = kernels::preparedRowBytes(w.type, w.in);
+    if (std::int64_t(m_prepared.size()) < rowBytes * rows)
+        m_prepared.resize(std::size_t(rowBytes * rows));
+    std::byte* prepared = m_prepared.data();
+    pool.parallelFor(rows, 1, [&](std::int64_t begin, std::int64_t end) {
+        kernels::prepareActivations(w.type, x + begin * w.in, w.in, end - begin, w.in,
+                                    prepared + begin * rowBytes);
+    });
+    // Grains of 16 output rows keep each thread's share a whole number of cache lines of y.
+    pool.parallelFor(w.out, 16, [&](std::int64_t begin, std::int64_t end) {
+        kernels::matmul(w.type, w.data, w.in, prepared, rows, y, w.out, begin, end);
+        if (w.bias != nullptr) {
+            for (std::int64_t r = 0; r < rows; ++r) {
+                for (std::int64_t n = begin; n < end; ++n)
+                    y[r * w.out + n] += w.bias[n];
+            }
+        }
+    });
+}
+
+void DecoderModel::ropeTables(std::span<const TokenInput> batch) {
+    const int pairs = m_config.ropeDims / 2;
+    float* cos = resized(m_cos, std::int64_t(batch.size()) * pairs);
+    float* sin = resized(m_sin, std::int64_t(batch.size()) * pairs);
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        int section = 0, sectionEnd = m_config.ropeSections[0];
+        for (int i = 0; i < pairs; ++i) {
+            int component = 0;
+            if (m_config.multimodalRope) {
+                while (i >= sectionEnd && section < 3)
+                    sectionEnd += m_config.ropeSections[std::size_t(++section)];
+                component = section;
+            }
+            const double theta =
+                double(batch[t].position[std::size_t(component)]) *
+                std::pow(double(m_config.ropeBase), -2.0 * i / double(m_config.ropeDims));
+            cos[t * std::size_t(pairs) + std::size_t(i)] = float(std::cos(theta));
+            sin[t * std::size_t(pairs) + std::size_t(i)] = float(std::sin(theta));
+        }
+    }
+}
+
+Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                             std::vector<float>& logits) {
+    const ModelConfig& c = m_config;
+    const std::int64_t T = std::int64_t(batch.size()), D = c.hiddenSize, H = c.heads, G = c.kvHeads,
+                       hd = c.headDim, F = c.ffnSize;
+    if (T == 0) return {};
+    for (const TokenInput& in : batch) {
+        if (in.token < 0 || in.token >= c.vocabSize) {
+            return Status::invalidArgument("token id " + std::to_string(in.token) +
+                                           " is outside the vocabulary (" +
+                                           std::to_string(c.vocabSize) + " tokens)");
+        }
+        if (!cache.exists(in.sequence) || in.slot < 0 || in.slot >= cache.length(in.sequence)) {
+            return Status::invalidArgument("KV slot " + std::to_string(in.slot) + " of sequence " +
+                                           std::to_string(in.sequence) + " was not reserved");
+        }
+    }
+
+    // Embedding rows, dequantised.
+    float* x = resized(m_x, T * D);
+    const GgufTensor& embedding = *m_weights.tokenEmbedding;
+    const std::int64_t embeddingRowBytes = kernels::rowBytes(embedding.type, D);
+    for (std::int64_t t = 0; t < T; ++t) {
+        kernels::dequantizeRow(
+            embedding.type, embedding.data.data() + batch[std::size_t(t)].token * embeddingRowBytes,
+            x + t * D, D);
+    }
+    ropeTables(batch);
+
+    float* norm = resized(m_norm, T * D);
+    float* q = resized(m_q, T * H * hd);
+    float* k = resized(m_k, T * G * hd);
+    float* v = resized(m_v, T * G * hd);
+    float* attn = resized(m_attn, T * H * hd);
+    float* gate = resized(m_gate, T * F);
+    float* up = resized(m_up, T * F);
+    const float scale = 1.0f / std::sqrt(float(hd));
+    const bool f16Cache = cache.options().type == kernels::TensorType::F16;
+    std::int64_t longest = 0;
+    for (const TokenInput& in : batch)
+        longest = std::max(longest, in.slot + 1);
+
+    for (std::size_t l = 0; l < m_weights.layers.size(); ++l) {
+        const DecoderLayer& layer = m_weights.layers[l];
+        const int li = int(l);
+
+        // Attention block.
+        kernels::rmsNorm(x, D, layer.attnNorm, norm, D, T, D, c.rmsEps);
+        linear(layer.q, norm, T, q, pool);
+        linear(layer.k, norm, T, k, pool);
+        linear(layer.v, norm, T, v, pool);
+        if (layer.qNorm != nullptr)
+            kernels::rmsNorm(q, hd, layer.qNorm, q, hd, T * H, hd, c.rmsEps);
+        if (layer.kNorm != nullptr)
+            kernels::rmsNorm(k, hd, layer.kNorm, k, hd, T * G, hd, c.rmsEps);
+        const int pairs = c.ropeDims / 2;
+        for (std::int64_t t = 0; t < T; ++t) {
+            const float* cos = m_cos.data() + t * pairs;
+            const float* sin = m_sin.data() + t * pairs;
+            kernels::ropeNeox(q + t * H * hd, int(H), int(hd), c.ropeDims, cos, sin);
+            kernels::ropeNeox(k + t * G * hd, int(G), int(hd), c.ropeDims, cos, sin);
+            const TokenInput& in = batch[std::size_t(t)];
+            void* keySlot = cache.keySlot(li, in.sequence, in.slot);
+            void* valueSlot = cache.valueSlot(li, in.sequence, in.slot);
+            if (f16Cache) {
+                auto* kd = static_cast<std::uint16_t*>(keySlot);
+                auto* vd = static_cast<std::uint16_t*>(valueSlot);
+                for (std::int64_t i = 0; i < G * hd; ++i) {
+                    kd[i] = kernels::fp32ToFp16(k[t * G * hd + i]);
+                    vd[i] = kernels::fp32ToFp16(v[t * G * hd + i]);
+                }
+            } else {
+                std::memcpy(keySlot, k + t * G * hd, std::size_t(G * hd) * sizeof(float));
+                std::memcpy(valueSlot, v + t * G * hd, std::size_t(G * hd) * sizeof(float));
+            }
+        }
+        // Every (token, head) pair is independent once all of the batch's K/V are written.
+        pool.parallelFor(T * H, 1, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<float> scores(std::size_t(longest), 0.0f);
+            for (std::int64_t item = begin; item < end; ++item) {
+                const std::int64_t t = item / H;
+                const int h = int(item % H);
+                const TokenInput& in = batch[std::size_t(t)];
+                const kernels::PagedKv kv{cache.keys(li),
+                                          cache.values(li),
+                                          cache.blockTable(in.sequence).data(),
+                                          cache.options().blockSize,
+                                          int(G),
+                                          int(hd),
+                                          cache.options().type};
+                kernels::attendPaged(q + t * H * hd, int(H), kv, in.slot + 1, scale,
+                                     attn + t * H * hd, scores.data(), h, h + 1);
+            }
+        });
+        linear(layer.o, attn, T, norm, pool);  // norm is free here: reuse it for the projection
+        for (std::int64_t i = 0; i < T * D; ++i)
+            x[i] += norm[i];
+
+        // Feed-forward block.
+        kernels::rmsNorm(x, D, layer.ffnNorm, norm, D, T, D, c.rmsEps);
+        linear(layer.gate, norm, T, gate, pool);
+        linear(layer.up, norm, T, up, pool);
+        kernels::swiglu(gate, up, gate, T * F);
+        linear(layer.down, gate, T, norm, pool);
+        for (std::int64_t i = 0; i < T * D; ++i)
+            x[i] += norm[i];
+    }
+
+    // Logits for the rows that want them.
+    std::vector<std::int64_t> rows;
+    for (std::int64_t t = 0; t < T; ++t) {
+        if (batch[std::size_t(t)].wantLogits) rows.push_back(t);
+    }
+    if (rows.empty()) return {};
+    float* selected = resized(m_rows, std::int64_t(rows.size()) * D);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        kernels::rmsNorm(x + rows[r] * D, D, m_weights.outputNorm, selected + std::int64_t(r) * D,
+                         D, 1, D, c.rmsEps);
+    }
+    const std::size_t offset = logits.size();
+    logits.resize(offset + rows.size() * std::size_t(c.vocabSize));
+    linear(m_weights.output, selected, std::int64_t(rows.size()), logits.data() + offset, pool);
+    return {};
+}
+
+}  // namespace
+
+Result<ModelConfig> readDecoderConfig(const GgufFile& file, const std::string& arch) {
+    ModelConfig c;
+    c.architecture = arch;
+    if (Result<std::string> name = file.getString("general.name")) c.name = *name;
+    const auto integer = [&](const std::string& key, std::int64_t& out) -> Status {
+        Result<std::int64_t> v = file.getInteger(key);
+        if (!v) return v.status();
+        if (*v <= 0)
+            return Status::corrupt(file.name() + ": metadata '" + key + "' must be positive");
+        out = *v;
+        return {};
+    };
+    IRIS_RETURN_IF_ERROR(integer(arch + ".block_count", c.layers));
+    IRIS_RETURN_IF_ERROR(integer(arch + ".embedding_length", c.hiddenSize));
+    IRIS_RETURN_IF_ERROR(integer(arch + ".feed_forward_length", c.ffnSize));
+    IRIS_RETURN_IF_ERROR(integer(arch + ".attention.head_count", c.heads));
+    IRIS_RETURN_IF_ERROR(integer(arch + ".attention.head_count_kv", c.kvHeads));
+    if (file.find(arch + ".context_length") != nullptr)
+        IRIS_RETURN_IF_ERROR(integer(arch + ".context_length", c.contextLength));
+    if (file.find(arch + ".attention.key_length") != nullptr) {
+        IRIS_RETURN_IF_ERROR(integer(arch + ".attention.key_length", c.headDim));
+    } else {
+        if (c.hiddenSize % c.heads != 0) {
+            return Status::corrupt(file.name() + ": embedding_length " +
+                                   std::to_string(c.hiddenSize) +
+                                   " is not a multiple of head_count " + std::to_string(c.heads));
+        }
+        c.headDim = c.hiddenSize / c.heads;
+    }
+    if (c.heads % c.kvHeads != 0) {
+        return Status::corrupt(file.name() + ": metadata '" + arch + ".attention.head_count' (" +
+                               std::to_string(c.heads) + ") is not a multiple of '" + arch +
+                               ".attention.head_count_kv' (" + std::to_string(c.kvHeads) + ")");
+    }
+    if (c.headDim % 2 != 0)
+        return Status::corrupt(file.name() + ": head size " + std::to_string(c.headDim) +
+                               " is odd");
+    if (Result<double> eps = file.getFloat(arch + ".attention.layer_norm_rms_epsilon")) {
+        c.rmsEps = float(*eps);
+    } else {
+        return eps.status();
+    }
+    if (file.find(arch + ".rope.freq_base") != nullptr) {
+        Result<double> base = file.getFloat(arch + ".rope.freq_base");
+        if (!base) return base.status();
+        c.ropeBase = float(*base);
+    }
+    c.ropeDims = int(c.headDim);
+    const GgufTensor* embedding = file.findTensor("token_embd.weight");
+    if (embedding == nullptr)
+        return Status::notFound(file.name() + ": missing tensor 'token_embd.weight'");
+    if (embedding->shape.size() != 2 || embedding->shape[0] != c.hiddenSize) {
+        return Status::corrupt(file.name() + ": tensor 'token_embd.weight' has shape " +
+                               shapeText(embedding->shape) + ", expected " +
+                               std::to_string(c.hiddenSize) + " x vocabulary");
+    }
+    c.vocabSize = embedding->shape[1];
+    return c;
+}
+
+Result<DecoderWeights> bindDecoderWeights(const GgufFile& file, const ModelConfig& c,
+                                          const DecoderTensorNames& names) {
+    const TensorBinder bind(file);
+    DecoderWeights w;
+    Result<const GgufTensor*> embedding =
+        bind.tensor("token_embd.weight", {c.hiddenSize, c.vocabSize});
+    if (!embedding) return embedding.status();
+    w.tokenEmbedding = *embedding;
+    Result<const float*> outputNorm = bind.vector("output_norm.weight", c.hiddenSize);
+    if (!outputNorm) return outputNorm.status();
+    w.outputNorm = *outputNorm;
+    if (bind.has("output.weight")) {
+        Result<Linear> output = bind.linear("output", c.hiddenSize, c.vocabSize, false);
+        if (!output) return output.status();
+        w.output = *output;
+    } else {  // tied embeddings, as in the small Qwen releases
+        w.output = Linear{(*embedding)->type, (*embedding)->data.data(), c.hiddenSize, c.vocabSize,
+                          nullptr};
+    }
+    const std::int64_t qSize = c.heads * c.headDim, kvSize = c.kvHeads * c.headDim;
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        DecoderLayer layer;
+        const auto assign = [](auto& target, auto result) -> Status {
+            if (!result) return result.status();
+            target = *result;
+            return {};
+        };
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.attnNorm, bind.vector(p + "attn_norm.weight", c.hiddenSize)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.q, bind.linear(p + "attn_q", c.hiddenSize, qSize, names.qkvBias)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.k, bind.linear(p + "attn_k", c.hiddenSize, kvSize, names.qkvBias)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.v, bind.linear(p + "attn_v", c.hiddenSize, kvSize, names.qkvBias)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.o, bind.linear(p + "attn_output", qSize, c.hiddenSize, false)));
+        if (names.qkNorm) {
+            IRIS_RETURN_IF_ERROR(
+                assign(layer.qNorm, bind.vector(p + "attn_q_norm.weight", c.headDim)));
+            IRIS_RETURN_IF_ERROR(
+                assign(layer.kNorm, bind.vector(p + "attn_k_norm.weight", c.headDim)));
+        }
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.ffnNorm, bind.vector(p + "ffn_norm.weight", c.hiddenSize)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.gate, bind.linear(p + "ffn_gate", c.hiddenSize, c.ffnSize, false)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.up, bind.linear(p + "ffn_up", c.hiddenSize, c.ffnSize, false)));
+        IRIS_RETURN_IF_ERROR(
+            assign(layer.down, bind.linear(p + "ffn_down", c.ffnSize, c.hiddenSize, false)));
+        w.layers.push_back(layer);
+    }
+    return w;
+}
+
+std::unique_ptr<Model> makeDecoderModel(ModelConfig config, DecoderWeights weights) {
+    return std::make_unique<DecoderModel>(std::move(config), std::move(weights));
+}
+
+}  // namespace iris::inference

@@ -1,0 +1,50 @@
+#include "inference/models/model.h"
+
+#include <array>
+#include <string_view>
+
+#include "inference/models/architectures.h"
+
+namespace iris::inference {
+namespace {
+
+struct Architecture {
+    std::string_view name;  // general.architecture
+    Result<std::unique_ptr<Model>> (*create)(const GgufFile&);
+};
+
+constexpr std::array kArchitectures = {
+    Architecture{"qwen2", createQwen2},
+    Architecture{"qwen2vl", createQwen2Vl},
+    Architecture{"qwen3", createQwen3},
+};
+
+}  // namespace
+
+std::vector<std::string> supportedArchitectures() {
+    std::vector<std::string> names;
+    for (const Architecture& a : kArchitectures)
+        names.emplace_back(a.name);
+    return names;
+}
+
+Result<std::unique_ptr<Model>> createModel(const GgufFile& file) {
+    Result<std::string> arch = file.getString("general.architecture");
+    if (!arch) return arch.status();
+    for (const Architecture& a : kArchitectures) {
+        if (a.name == *arch) return a.create(file);
+    }
+    std::string known;
+    for (const Architecture& a : kArchitectures)
+        known += (known.empty() ? "" : ", ") + std::string(a.name);
+    return Status::unsupported(file.name() + ": architecture '" + *arch +
+                               "' is not supported (Iris runs " + known + ")");
+}
+
+KvCacheOptions Model::kvCacheOptions(std::int64_t blocks, int blockSize,
+                                     kernels::TensorType type) const {
+    const ModelConfig& c = config();
+    return KvCacheOptions{int(c.layers), int(c.kvHeads), int(c.headDim), blockSize, blocks, type};
+}
+
+}  // namespace iris::inference

@@ -1,0 +1,12 @@
+#include "kernels/activation.h"
+
+#include <cmath>
+
+namespace iris::kernels {
+
+void swiglu(const float* gate, const float* up, float* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i)
+        out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace iris::kernels

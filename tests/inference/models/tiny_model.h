@@ -1,0 +1,45 @@
+#pragma once
+// Test support: tiny random Qwen2-family GGUF files made with GgufWriter, and a plain float64
+// reference implementation of the same forward pass, written from the architecture description
+// (docs: qwen25vl.md section 3), sharing no code with inference/models/.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inference/gguf/gguf_file.h"
+#include "kernels/tensor_type.h"
+
+namespace iris::inference::testing {
+
+struct TinyModelSpec {
+    std::string arch = "qwen2";  // qwen2, qwen3 or qwen2vl
+    std::int64_t vocab = 96;
+    std::int64_t hidden = 64;
+    std::int64_t layers = 2;
+    std::int64_t heads = 4;
+    std::int64_t kvHeads = 2;
+    std::int64_t headDim = 16;  // written as key_length for qwen3
+    std::int64_t ffn = 96;
+    kernels::TensorType weightType = kernels::TensorType::F32;  // of the 2-D weights
+    bool tiedEmbeddings = true;
+    std::array<int, 4> sections{2, 3, 3, 0};  // qwen2vl: pairs per (t, h, w, e)
+    float ropeBase = 10000.0f;
+    float rmsEps = 1e-6f;
+    unsigned seed = 1;
+    float weightScale = 0.2f;
+};
+
+// The serialized GGUF file. Weights are random normal * weightScale, quantised to weightType.
+std::vector<std::byte> makeTinyModel(const TinyModelSpec& spec);
+
+// Float64 forward pass of the file's model over `tokens` with the given positions
+// (positions[i] = (t, h, w, e)); returns vocab logits for every token, row-major.
+std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,
+                                    const std::vector<std::array<std::int32_t, 4>>& positions);
+
+// Positions 0..n-1 in every component.
+std::vector<std::array<std::int32_t, 4>> textPositions(std::size_t n, std::int32_t start = 0);
+
+}  // namespace iris::inference::testing

@@ -1,9 +1,9 @@
 #include "inference/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
-
-#include <sched.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,21 +17,33 @@ namespace {
 
 // How long an idle worker spins before it sleeps: long enough to bridge the gaps between the
 // operations of one forward pass, short enough not to burn a core between requests.
-constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr auto kWorkerSpin = std::chrono::microseconds(200);
+// How long the caller spins for the workers before it sleeps. Short: when the machine has fewer
+// free cores than threads, a descheduled worker must not cost the caller a whole time slice.
+constexpr auto kCallerSpin = std::chrono::microseconds(30);
+
+// Spins until pred() or until `limit` has passed; returns pred().
+template <class Pred>
+bool spinFor(std::chrono::microseconds limit, Pred pred) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!pred()) {
+        for (int i = 0; i < 32; ++i) IRIS_CPU_RELAX();
+        if (std::chrono::steady_clock::now() >= until) return pred();
+    }
+    return true;
+}
 
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-    for (int i = 1; i < std::max(1, threads); ++i)
-        m_workers.emplace_back([this, i] { workerLoop(i); });
+    for (int i = 1; i < std::max(1, threads); ++i) m_workers.emplace_back([this, i] { workerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
     m_stopping.store(true);
-    { std::lock_guard lock(m_mutex); }
-    m_wake.notify_all();
-    for (std::thread& t : m_workers)
-        t.join();
+    m_generation.fetch_add(1);
+    m_generation.notify_all();
+    for (std::thread& t : m_workers) t.join();
 }
 
 int ThreadPool::hardwareThreads() {
@@ -62,41 +74,27 @@ void ThreadPool::parallelFor(std::int64_t count, std::int64_t grain,
     m_pieces = pieces;
     // Every worker checks in, with or without a piece, so none can still be reading this job's
     // fields when the next call rewrites them.
-    m_pending.store(int(m_workers.size()));
-    m_generation.fetch_add(1);  // publishes the job (seq_cst)
-    if (m_sleeping.load() > 0) {
-        std::lock_guard lock(m_mutex);
-        m_wake.notify_all();
+    m_pending.store(int(m_workers.size()), std::memory_order_relaxed);
+    m_generation.fetch_add(1, std::memory_order_release);  // publishes the job
+    m_generation.notify_all();  // wakes workers that went to sleep (cheap when none did)
+    runPiece(0);                // the caller takes the first piece
+    if (!spinFor(kCallerSpin, [&] { return m_pending.load(std::memory_order_acquire) == 0; })) {
+        for (int left; (left = m_pending.load(std::memory_order_acquire)) != 0;) m_pending.wait(left);
     }
-    runPiece(0);  // the caller takes the first piece
-    while (m_pending.load(std::memory_order_acquire) != 0)
-        IRIS_CPU_RELAX();
     m_fn = nullptr;
 }
 
 void ThreadPool::workerLoop(int index) {
     std::uint64_t seen = 0;
     for (;;) {
-        // Spin for the next job, then sleep until one arrives.
-        const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
-        std::uint64_t generation = m_generation.load(std::memory_order_acquire);
-        while (generation == seen && !m_stopping.load(std::memory_order_relaxed) &&
-               std::chrono::steady_clock::now() < spinUntil) {
-            for (int i = 0; i < 64; ++i)
-                IRIS_CPU_RELAX();
-            generation = m_generation.load(std::memory_order_acquire);
-        }
-        if (generation == seen) {
-            std::unique_lock lock(m_mutex);
-            m_sleeping.fetch_add(1);
-            m_wake.wait(lock, [&] { return m_stopping.load() || m_generation.load() != seen; });
-            m_sleeping.fetch_sub(1);
-            generation = m_generation.load();
+        // Spin for the next job, then sleep on the generation counter until one arrives.
+        if (!spinFor(kWorkerSpin, [&] { return m_generation.load(std::memory_order_acquire) != seen; })) {
+            m_generation.wait(seen, std::memory_order_acquire);
         }
         if (m_stopping.load()) return;
-        seen = generation;
+        seen = m_generation.load(std::memory_order_acquire);
         if (index < m_pieces) runPiece(index);
-        m_pending.fetch_sub(1, std::memory_order_release);
+        if (m_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) m_pending.notify_one();
     }
 }
 

@@ -4,14 +4,12 @@
 // done. One parallelFor at a time: the pool belongs to one engine, driven by one thread.
 //
 // A decode step issues a few hundred parallelFor calls, each a few microseconds of work, so
-// workers spin briefly between calls before they sleep: waking a sleeping thread costs more than
-// the work itself.
+// workers spin briefly between calls before they sleep (C++20 atomic wait, a futex on Linux):
+// waking a sleeping thread costs more than the work itself.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -40,11 +38,8 @@ private:
     void runPiece(int piece);
 
     std::vector<std::thread> m_workers;
-    std::mutex m_mutex;  // guards sleeping and waking only
-    std::condition_variable m_wake;
-    std::atomic<std::uint64_t> m_generation{0};  // bumped for each parallelFor
+    std::atomic<std::uint64_t> m_generation{0};  // bumped for each parallelFor (and to stop)
     std::atomic<int> m_pending{0};               // workers that have not finished this job
-    std::atomic<int> m_sleeping{0};
     std::atomic<bool> m_stopping{false};
     // The current job, written before m_generation is bumped, read by workers after they see it.
     const std::function<void(std::int64_t, std::int64_t)>* m_fn = nullptr;

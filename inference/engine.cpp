@@ -14,18 +14,26 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 const char* stopReasonName(StopReason reason) {
     switch (reason) {
-        case StopReason::EndOfGeneration: return "end of generation";
-        case StopReason::StopString: return "stop string";
-        case StopReason::MaxTokens: return "token limit";
-        case StopReason::ContextFull: return "context full";
-        case StopReason::Cancelled: return "cancelled";
+        case StopReason::EndOfGeneration:
+            return "end of generation";
+        case StopReason::StopString:
+            return "stop string";
+        case StopReason::MaxTokens:
+            return "token limit";
+        case StopReason::ContextFull:
+            return "context full";
+        case StopReason::Cancelled:
+            return "cancelled";
     }
     return "?";
 }
 
-Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelPath, const EngineOptions& options) {
-    if (options.contextSize <= 0 || options.maxSessions <= 0 || options.threads <= 0 || options.prefillChunk <= 0) {
-        return Status::invalidArgument("context size, sessions, threads and prefill chunk must be positive");
+Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelPath,
+                                             const EngineOptions& options) {
+    if (options.contextSize <= 0 || options.maxSessions <= 0 || options.threads <= 0 ||
+        options.prefillChunk <= 0) {
+        return Status::invalidArgument(
+            "context size, sessions, threads and prefill chunk must be positive");
     }
     std::unique_ptr<Engine> engine(new Engine());
     engine->m_options = options;
@@ -43,10 +51,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     engine->m_chatTemplate = *chat;
     if (engine->m_tokenizer->vocabSize() > engine->m_model->config().vocabSize) {
         return Status::corrupt(modelPath.string() + ": the tokenizer has " +
-                               std::to_string(engine->m_tokenizer->vocabSize()) + " tokens but the model only " +
+                               std::to_string(engine->m_tokenizer->vocabSize()) +
+                               " tokens but the model only " +
                                std::to_string(engine->m_model->config().vocabSize));
     }
-    const std::int64_t blocksPerContext = (options.contextSize + options.kvBlockSize - 1) / options.kvBlockSize;
+    const std::int64_t blocksPerContext =
+        (options.contextSize + options.kvBlockSize - 1) / options.kvBlockSize;
     // One spare block per session: a forked, partly filled block is copied before it is written.
     Result<KvCache> cache = KvCache::create(engine->m_model->kvCacheOptions(
         (blocksPerContext + 1) * options.maxSessions, options.kvBlockSize, options.kvType));
@@ -58,7 +68,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
 
 Result<std::unique_ptr<Session>> Engine::newSession() {
     if (m_openSessions >= m_options.maxSessions) {
-        return Status::outOfRange("all " + std::to_string(m_options.maxSessions) + " sessions are in use");
+        return Status::outOfRange("all " + std::to_string(m_options.maxSessions) +
+                                  " sessions are in use");
     }
     ++m_openSessions;
     return std::unique_ptr<Session>(new Session(*this, m_cache->newSequence()));
@@ -74,8 +85,10 @@ Status Session::feed(std::span<const std::int32_t> tokens, std::vector<float>& l
     KvCache& cache = *m_engine.m_cache;
     logits.clear();
     std::vector<TokenInput> batch;
-    for (std::size_t begin = 0; begin < tokens.size(); begin += std::size_t(m_engine.m_options.prefillChunk)) {
-        const std::size_t end = std::min(tokens.size(), begin + std::size_t(m_engine.m_options.prefillChunk));
+    for (std::size_t begin = 0; begin < tokens.size();
+         begin += std::size_t(m_engine.m_options.prefillChunk)) {
+        const std::size_t end =
+            std::min(tokens.size(), begin + std::size_t(m_engine.m_options.prefillChunk));
         const std::int64_t first = std::int64_t(m_tokens.size());
         IRIS_RETURN_IF_ERROR(cache.extend(m_sequence, first + std::int64_t(end - begin)));
         batch.clear();
@@ -89,7 +102,8 @@ Status Session::feed(std::span<const std::int32_t> tokens, std::vector<float>& l
             cache.truncate(m_sequence, first);
             return status;
         }
-        m_tokens.insert(m_tokens.end(), tokens.begin() + std::ptrdiff_t(begin), tokens.begin() + std::ptrdiff_t(end));
+        m_tokens.insert(m_tokens.end(), tokens.begin() + std::ptrdiff_t(begin),
+                        tokens.begin() + std::ptrdiff_t(end));
     }
     return {};
 }
@@ -102,13 +116,15 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     if (request.prompt.empty()) return Status::invalidArgument("empty prompt");
     if (result.promptTokens > options.contextSize) {
         return Status::outOfRange("the prompt has " + std::to_string(result.promptTokens) +
-                                  " tokens, more than the context of " + std::to_string(options.contextSize) +
+                                  " tokens, more than the context of " +
+                                  std::to_string(options.contextSize) +
                                   " (raise the context size)");
     }
     // Keep the K/V of the longest shared prefix; at least the last prompt token is run again so
     // that there are logits to sample from.
     std::size_t shared = 0;
-    while (shared < m_tokens.size() && shared + 1 < request.prompt.size() && m_tokens[shared] == request.prompt[shared]) {
+    while (shared < m_tokens.size() && shared + 1 < request.prompt.size() &&
+           m_tokens[shared] == request.prompt[shared]) {
         ++shared;
     }
     m_engine.m_cache->truncate(m_sequence, std::int64_t(shared));
@@ -155,6 +171,10 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
         }
         if (request.onToken && !request.onToken(token, piece)) {
             result.stop = StopReason::Cancelled;
+            break;
+        }
+        if (std::int64_t(result.tokens.size()) >= request.maxTokens) {  // no need to run it
+            result.stop = StopReason::MaxTokens;
             break;
         }
         if (std::int64_t(m_tokens.size()) + 1 > options.contextSize) {

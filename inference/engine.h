@@ -88,7 +88,8 @@ class Engine {
 public:
     // Loads a GGUF model: maps the file, checks it, reads the tokenizer and the chat template,
     // allocates the KV cache. Errors name the file and what is wrong with it.
-    static Result<std::unique_ptr<Engine>> load(const std::filesystem::path& modelPath, const EngineOptions& options);
+    static Result<std::unique_ptr<Engine>> load(const std::filesystem::path& modelPath,
+                                                const EngineOptions& options);
 
     // A new, empty conversation. OutOfRange when maxSessions are already open.
     Result<std::unique_ptr<Session>> newSession();

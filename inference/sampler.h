@@ -10,14 +10,14 @@
 namespace iris::inference {
 
 struct SamplingParams {
-    float temperature = 0.8f;       // <= 0: greedy (argmax)
-    int topK = 40;                  // <= 0: off
-    float topP = 0.95f;             // >= 1: off
-    float minP = 0.05f;             // <= 0: off; relative to the most likely token
-    float repetitionPenalty = 1.0f; // 1: off; > 1 discourages tokens seen in the window
-    float presencePenalty = 0.0f;   // subtracted once from every token seen in the window
-    float frequencyPenalty = 0.0f;  // subtracted per occurrence in the window
-    int penaltyWindow = 64;         // how many recent tokens the penalties look at
+    float temperature = 0.8f;        // <= 0: greedy (argmax)
+    int topK = 40;                   // <= 0: off
+    float topP = 0.95f;              // >= 1: off
+    float minP = 0.05f;              // <= 0: off; relative to the most likely token
+    float repetitionPenalty = 1.0f;  // 1: off; > 1 discourages tokens seen in the window
+    float presencePenalty = 0.0f;    // subtracted once from every token seen in the window
+    float frequencyPenalty = 0.0f;   // subtracted per occurrence in the window
+    int penaltyWindow = 64;          // how many recent tokens the penalties look at
     std::uint64_t seed = 0;
 };
 

@@ -83,6 +83,7 @@ public:
     const T* operator->() const { return &value(); }
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
+    T&& operator*() && { return std::move(*this).value(); }
 
 private:
     std::variant<T, Status> m_state;

@@ -1,9 +1,9 @@
 #include "inference/thread_pool.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
+
+#include <sched.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -27,7 +27,8 @@ template <class Pred>
 bool spinFor(std::chrono::microseconds limit, Pred pred) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (!pred()) {
-        for (int i = 0; i < 32; ++i) IRIS_CPU_RELAX();
+        for (int i = 0; i < 32; ++i)
+            IRIS_CPU_RELAX();
         if (std::chrono::steady_clock::now() >= until) return pred();
     }
     return true;
@@ -36,14 +37,16 @@ bool spinFor(std::chrono::microseconds limit, Pred pred) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-    for (int i = 1; i < std::max(1, threads); ++i) m_workers.emplace_back([this, i] { workerLoop(i); });
+    for (int i = 1; i < std::max(1, threads); ++i)
+        m_workers.emplace_back([this, i] { workerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
     m_stopping.store(true);
     m_generation.fetch_add(1);
     m_generation.notify_all();
-    for (std::thread& t : m_workers) t.join();
+    for (std::thread& t : m_workers)
+        t.join();
 }
 
 int ThreadPool::hardwareThreads() {
@@ -79,7 +82,8 @@ void ThreadPool::parallelFor(std::int64_t count, std::int64_t grain,
     m_generation.notify_all();  // wakes workers that went to sleep (cheap when none did)
     runPiece(0);                // the caller takes the first piece
     if (!spinFor(kCallerSpin, [&] { return m_pending.load(std::memory_order_acquire) == 0; })) {
-        for (int left; (left = m_pending.load(std::memory_order_acquire)) != 0;) m_pending.wait(left);
+        for (int left; (left = m_pending.load(std::memory_order_acquire)) != 0;)
+            m_pending.wait(left);
     }
     m_fn = nullptr;
 }
@@ -88,7 +92,8 @@ void ThreadPool::workerLoop(int index) {
     std::uint64_t seen = 0;
     for (;;) {
         // Spin for the next job, then sleep on the generation counter until one arrives.
-        if (!spinFor(kWorkerSpin, [&] { return m_generation.load(std::memory_order_acquire) != seen; })) {
+        if (!spinFor(kWorkerSpin,
+                     [&] { return m_generation.load(std::memory_order_acquire) != seen; })) {
             m_generation.wait(seen, std::memory_order_acquire);
         }
         if (m_stopping.load()) return;

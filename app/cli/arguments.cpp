@@ -8,7 +8,8 @@ namespace {
 
 const OptionSpec* findSpec(std::span<const OptionSpec> specs, std::string_view arg, bool isLong) {
     for (const OptionSpec& spec : specs) {
-        if ((isLong && spec.name == arg) || (!isLong && !spec.alias.empty() && spec.alias == arg)) return &spec;
+        if ((isLong && spec.name == arg) || (!isLong && !spec.alias.empty() && spec.alias == arg))
+            return &spec;
     }
     return nullptr;
 }
@@ -36,14 +37,19 @@ Result<Arguments> Arguments::parse(int argc, char** argv, std::span<const Option
             name = name.substr(0, eq);
         }
         const OptionSpec* spec = findSpec(specs, name, isLong);
-        if (spec == nullptr) return Status::invalidArgument("unknown option '" + std::string(arg) + "'");
+        if (spec == nullptr)
+            return Status::invalidArgument("unknown option '" + std::string(arg) + "'");
         if (!spec->takesValue) {
-            if (inlineValue) return Status::invalidArgument("option '--" + std::string(spec->name) + "' takes no value");
+            if (inlineValue)
+                return Status::invalidArgument("option '--" + std::string(spec->name) +
+                                               "' takes no value");
             args.m_values.emplace(std::string(spec->name), "");
             continue;
         }
         if (!inlineValue) {
-            if (i + 1 >= argc) return Status::invalidArgument("option '--" + std::string(spec->name) + "' needs a value");
+            if (i + 1 >= argc)
+                return Status::invalidArgument("option '--" + std::string(spec->name) +
+                                               "' needs a value");
             inlineValue = argv[++i];
         }
         args.m_values.emplace(std::string(spec->name), *inlineValue);
@@ -51,7 +57,9 @@ Result<Arguments> Arguments::parse(int argc, char** argv, std::span<const Option
     return args;
 }
 
-bool Arguments::has(std::string_view name) const { return m_values.find(name) != m_values.end(); }
+bool Arguments::has(std::string_view name) const {
+    return m_values.find(name) != m_values.end();
+}
 
 std::optional<std::string> Arguments::value(std::string_view name) const {
     const auto [begin, end] = m_values.equal_range(name);
@@ -62,7 +70,8 @@ std::optional<std::string> Arguments::value(std::string_view name) const {
 std::vector<std::string> Arguments::values(std::string_view name) const {
     std::vector<std::string> out;
     const auto [begin, end] = m_values.equal_range(name);
-    for (auto it = begin; it != end; ++it) out.push_back(it->second);
+    for (auto it = begin; it != end; ++it)
+        out.push_back(it->second);
     return out;
 }
 
@@ -77,7 +86,8 @@ Result<std::int64_t> Arguments::integer(std::string_view name, std::int64_t fall
     std::int64_t n = 0;
     const auto [end, error] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (error != std::errc() || end != v->data() + v->size()) {
-        return Status::invalidArgument("option '--" + std::string(name) + "' expects an integer, got '" + *v + "'");
+        return Status::invalidArgument("option '--" + std::string(name) +
+                                       "' expects an integer, got '" + *v + "'");
     }
     return n;
 }
@@ -88,7 +98,8 @@ Result<double> Arguments::number(std::string_view name, double fallback) const {
     char* end = nullptr;
     const double d = std::strtod(v->c_str(), &end);
     if (v->empty() || end != v->c_str() + v->size()) {
-        return Status::invalidArgument("option '--" + std::string(name) + "' expects a number, got '" + *v + "'");
+        return Status::invalidArgument("option '--" + std::string(name) +
+                                       "' expects a number, got '" + *v + "'");
     }
     return d;
 }

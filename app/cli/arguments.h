@@ -19,7 +19,7 @@ struct OptionSpec {
     std::string_view name;   // "model" for --model
     std::string_view alias;  // "m" for -m, or empty
     bool takesValue = true;
-    std::string_view help;   // one line, for usage text
+    std::string_view help;  // one line, for usage text
 };
 
 class Arguments {

@@ -2,8 +2,6 @@
 // Prefill and decode speed, and this machine's memory read bandwidth measured in the same run:
 // decoding one token reads every weight once, so bytes-per-token x tokens/s over the bandwidth
 // says how close decoding runs to the hardware's limit.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +9,8 @@
 #include <iostream>
 #include <memory>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
@@ -31,12 +31,14 @@ constexpr OptionSpec kOptions[] = {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
 
 // Streaming read bandwidth over a buffer far larger than the caches, split across the pool's
 // threads, best of three passes. GB/s (10^9 bytes).
 double measureReadBandwidth(inference::ThreadPool& pool) {
-    constexpr std::size_t kFloats = std::size_t(256) << 20;  // 1 GiB
+    constexpr std::size_t kFloats = std::size_t(64) << 20;  // 256 MiB, 8x the largest L3 here
     const std::unique_ptr<float[]> buffer(new float[kFloats]);
     pool.parallelFor(std::int64_t(kFloats), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
         std::fill(buffer.get() + begin, buffer.get() + end, 1.0f);  // fault the pages in
@@ -48,9 +50,11 @@ double measureReadBandwidth(inference::ThreadPool& pool) {
         pool.parallelFor(std::int64_t(kFloats), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
             float acc[16] = {};  // independent accumulators: the loads, not the adds, set the pace
             for (std::int64_t i = begin; i + 16 <= end; i += 16) {
-                for (int j = 0; j < 16; ++j) acc[j] += buffer[std::size_t(i + j)];
+                for (int j = 0; j < 16; ++j)
+                    acc[j] += buffer[std::size_t(i + j)];
             }
-            const std::size_t slot = std::size_t(begin / std::max<std::int64_t>(1, end - begin)) % std::size_t(16);
+            const std::size_t slot =
+                std::size_t(begin / std::max<std::int64_t>(1, end - begin)) % std::size_t(16);
             sums[slot] += acc[0] + acc[15];
         });
         const double elapsed = seconds(start, Clock::now());
@@ -88,8 +92,10 @@ int runBench(int argc, char** argv) {
         return 2;
     }
     const Result<std::string> model = args->required("model");
-    const Result<std::int64_t> p = args->integer("prompt-tokens", 512), n = args->integer("n-gen", 128),
-                               threads = args->integer("threads", inference::ThreadPool::hardwareThreads());
+    const Result<std::int64_t> p = args->integer("prompt-tokens", 512),
+                               n = args->integer("n-gen", 128),
+                               threads = args->integer("threads",
+                                                       inference::ThreadPool::hardwareThreads());
     for (const Status& s : {model.status(), p.status(), n.status(), threads.status()}) {
         if (!s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
@@ -131,7 +137,8 @@ int runBench(int argc, char** argv) {
             batch.push_back({anyToken(rng), seq, i, {pos, pos, pos, 0}, i + 1 == *p});
         }
         logits.clear();
-        if (Status s = engine.mutableModel().forward(batch, cache, engine.pool(), logits); !s.isOk()) {
+        if (Status s = engine.mutableModel().forward(batch, cache, engine.pool(), logits);
+            !s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
             return 1;
         }
@@ -141,8 +148,9 @@ int runBench(int argc, char** argv) {
     // Decode: n greedy steps, one token per forward pass.
     const auto decodeStart = Clock::now();
     for (std::int64_t i = 0; i < *n; ++i) {
-        const auto next = std::int32_t(std::max_element(logits.end() - config.vocabSize, logits.end()) -
-                                       (logits.end() - config.vocabSize));
+        const auto next =
+            std::int32_t(std::max_element(logits.end() - config.vocabSize, logits.end()) -
+                         (logits.end() - config.vocabSize));
         const std::int64_t slot = *p + i;
         if (Status s = cache.extend(seq, slot + 1); !s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
@@ -151,7 +159,8 @@ int runBench(int argc, char** argv) {
         const auto pos = std::int32_t(slot);
         const inference::TokenInput in{next, seq, slot, {pos, pos, pos, 0}, true};
         logits.clear();
-        if (Status s = engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits); !s.isOk()) {
+        if (Status s = engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits);
+            !s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
             return 1;
         }
@@ -178,16 +187,18 @@ int runBench(int argc, char** argv) {
         };
         std::cout << report.dump() << '\n';
     } else {
-        std::printf("model: %s (%s), %d threads, %s kernels\n", model->c_str(), config.architecture.c_str(),
-                    options.threads, std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
-        std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*p), prefillSeconds,
-                    prefillRate);
-        std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*n), decodeSeconds,
-                    decodeRate);
-        std::printf("memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n", bandwidth,
-                    bytesPerToken / 1e6);
-        std::printf("decode reaches %.0f%% of the bandwidth bound (%.1f tokens/s)\n", 100 * fraction,
-                    bandwidth * 1e9 / bytesPerToken);
+        std::printf("model: %s (%s), %d threads, %s kernels\n", model->c_str(),
+                    config.architecture.c_str(), options.threads,
+                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+        std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*p),
+                    prefillSeconds, prefillRate);
+        std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*n),
+                    decodeSeconds, decodeRate);
+        std::printf(
+            "memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n",
+            bandwidth, bytesPerToken / 1e6);
+        std::printf("decode reaches %.0f%% of the bandwidth bound (%.1f tokens/s)\n",
+                    100 * fraction, bandwidth * 1e9 / bytesPerToken);
     }
     return 0;
 }

@@ -43,25 +43,32 @@ int runGenerate(int argc, char** argv) {
     Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
     if (!args) return usageError(args.status().message());
     if (args->has("help")) {
-        std::cout << "Usage: iris generate --model F.gguf --prompt TEXT [options]\n\n" << Arguments::usage(kOptions);
+        std::cout << "Usage: iris generate --model F.gguf --prompt TEXT [options]\n\n"
+                  << Arguments::usage(kOptions);
         return 0;
     }
     const Result<std::string> model = args->required("model");
     const Result<std::string> prompt = args->required("prompt");
     const Result<std::int64_t> n = args->integer("n-predict", 128);
-    const Result<std::int64_t> threads = args->integer("threads", inference::ThreadPool::hardwareThreads());
+    const Result<std::int64_t> threads =
+        args->integer("threads", inference::ThreadPool::hardwareThreads());
     const Result<std::int64_t> ctx = args->integer("ctx-size", 4096);
-    const Result<std::int64_t> seed = args->integer("seed", std::int64_t(std::random_device{}() & 0x7fffffff));
+    const Result<std::int64_t> seed =
+        args->integer("seed", std::int64_t(std::random_device{}() & 0x7fffffff));
     const Result<double> temp = args->number("temp", 0.8), topP = args->number("top-p", 0.95),
-                         minP = args->number("min-p", 0.05), repeat = args->number("repeat-penalty", 1.0),
-                         presence = args->number("presence-penalty", 0.0), frequency = args->number("frequency-penalty", 0.0);
+                         minP = args->number("min-p", 0.05),
+                         repeat = args->number("repeat-penalty", 1.0),
+                         presence = args->number("presence-penalty", 0.0),
+                         frequency = args->number("frequency-penalty", 0.0);
     const Result<std::int64_t> topK = args->integer("top-k", 40);
-    for (const Status& s : {model.status(), prompt.status(), n.status(), threads.status(), ctx.status(), seed.status(),
-                            temp.status(), topP.status(), minP.status(), repeat.status(), presence.status(),
-                            frequency.status(), topK.status()}) {
+    for (const Status& s :
+         {model.status(), prompt.status(), n.status(), threads.status(), ctx.status(),
+          seed.status(), temp.status(), topP.status(), minP.status(), repeat.status(),
+          presence.status(), frequency.status(), topK.status()}) {
         if (!s.isOk()) return usageError(s.message());
     }
-    if (*n < 0 || *threads < 1 || *ctx < 1) return usageError("-n must be >= 0, --threads and --ctx-size >= 1");
+    if (*n < 0 || *threads < 1 || *ctx < 1)
+        return usageError("-n must be >= 0, --threads and --ctx-size >= 1");
 
     inference::EngineOptions options;
     options.threads = int(*threads);
@@ -76,7 +83,8 @@ int runGenerate(int argc, char** argv) {
     std::string text = *prompt;
     if (args->has("chat")) {
         std::vector<inference::ChatMessage> messages;
-        if (std::optional<std::string> system = args->value("system")) messages.push_back({"system", *system, {}});
+        if (std::optional<std::string> system = args->value("system"))
+            messages.push_back({"system", *system, {}});
         messages.push_back({"user", *prompt, {}});
         Result<std::string> rendered = (*engine)->chatTemplate().render(messages, {});
         if (!rendered) {
@@ -104,8 +112,9 @@ int runGenerate(int argc, char** argv) {
         std::cout << piece << std::flush;
         return true;
     };
-    std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, " << request.prompt.size()
-              << " prompt tokens, seed " << *seed << ", " << options.threads << " threads\n";
+    std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, "
+              << request.prompt.size() << " prompt tokens, seed " << *seed << ", "
+              << options.threads << " threads\n";
 
     Result<std::unique_ptr<inference::Session>> session = (*engine)->newSession();
     if (!session) {
@@ -119,16 +128,20 @@ int runGenerate(int argc, char** argv) {
     }
     std::cout << '\n';
     if (args->has("print-ids")) {
-        for (std::size_t i = 0; i < result->tokens.size(); ++i) std::cout << (i ? " " : "") << result->tokens[i];
+        for (std::size_t i = 0; i < result->tokens.size(); ++i)
+            std::cout << (i ? " " : "") << result->tokens[i];
         std::cout << '\n';
     }
-    const double prefillRate = double(result->promptTokens) / std::max(result->prefillSeconds, 1e-9);
+    const double prefillRate =
+        double(result->promptTokens) / std::max(result->prefillSeconds, 1e-9);
     const double decodeRate = double(result->tokens.size()) / std::max(result->decodeSeconds, 1e-9);
     std::fprintf(stderr,
-                 "iris generate: stopped on %s; prompt %lld tokens at %.1f tokens/s, generated %zu tokens at %.1f "
+                 "iris generate: stopped on %s; prompt %lld tokens at %.1f tokens/s, generated %zu "
+                 "tokens at %.1f "
                  "tokens/s\n",
-                 inference::stopReasonName(result->stop), static_cast<long long>(result->promptTokens), prefillRate,
-                 result->tokens.size(), decodeRate);
+                 inference::stopReasonName(result->stop),
+                 static_cast<long long>(result->promptTokens), prefillRate, result->tokens.size(),
+                 decodeRate);
     return 0;
 }
 

@@ -22,13 +22,15 @@ constexpr OptionSpec kOptions[] = {
 int runTokenize(int argc, char** argv) {
     Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
     if (args && args->has("help")) {
-        std::cout << "Usage: iris tokenize --model F.gguf --text TEXT [options]\n\n" << Arguments::usage(kOptions);
+        std::cout << "Usage: iris tokenize --model F.gguf --text TEXT [options]\n\n"
+                  << Arguments::usage(kOptions);
         return 0;
     }
     Result<std::string> model = args ? args->required("model") : Result<std::string>(args.status());
     Result<std::string> text = args ? args->required("text") : Result<std::string>(args.status());
     if (!model || !text) {
-        std::cerr << "iris tokenize: " << (model ? text.status() : model.status()).message() << '\n';
+        std::cerr << "iris tokenize: " << (model ? text.status() : model.status()).message()
+                  << '\n';
         return 2;
     }
     Result<inference::GgufFile> file = inference::GgufFile::open(*model);

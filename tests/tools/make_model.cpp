@@ -31,9 +31,10 @@ struct Options {
 
 TensorType parseType(const std::string& name) {
     static const std::map<std::string, TensorType> types = {
-        {"f32", TensorType::F32},   {"f16", TensorType::F16},   {"bf16", TensorType::BF16}, {"q8_0", TensorType::Q8_0},
-        {"q4_0", TensorType::Q4_0}, {"q4_1", TensorType::Q4_1}, {"q5_0", TensorType::Q5_0}, {"q5_1", TensorType::Q5_1},
-        {"q4_k", TensorType::Q4_K}, {"q5_k", TensorType::Q5_K}, {"q6_k", TensorType::Q6_K}};
+        {"f32", TensorType::F32},   {"f16", TensorType::F16},   {"bf16", TensorType::BF16},
+        {"q8_0", TensorType::Q8_0}, {"q4_0", TensorType::Q4_0}, {"q4_1", TensorType::Q4_1},
+        {"q5_0", TensorType::Q5_0}, {"q5_1", TensorType::Q5_1}, {"q4_k", TensorType::Q4_K},
+        {"q5_k", TensorType::Q5_K}, {"q6_k", TensorType::Q6_K}};
     const auto it = types.find(name);
     if (it == types.end()) {
         std::cerr << "iris_make_model: unknown --type " << name << '\n';
@@ -45,10 +46,12 @@ TensorType parseType(const std::string& name) {
 // llama.cpp's choice for one tensor under Q4_K_M (llama-quant.cpp: use_more_bits, and the
 // fallback when a row is not a whole number of 256-value blocks).
 TensorType q4KmType(const std::string& name, long layer, long layers, long rowLength) {
-    const bool moreBits = layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+    const bool moreBits =
+        layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
     TensorType t = TensorType::Q4_K;
     if (name == "token_embd.weight" || name == "output.weight") t = TensorType::Q6_K;
-    if ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")) && moreBits) t = TensorType::Q6_K;
+    if ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")) && moreBits)
+        t = TensorType::Q6_K;
     if (rowLength % 256 != 0) t = t == TensorType::Q6_K ? TensorType::Q8_0 : TensorType::Q5_0;
     return t;
 }
@@ -66,7 +69,8 @@ public:
         const long rowBytes = long(iris::kernels::rowBytes(type, in));
         std::vector<std::byte> bytes(std::size_t(rowBytes * out));
         for (long r = 0; r < out; ++r) {
-            for (float& v : row) v = normal(m_rng);
+            for (float& v : row)
+                v = normal(m_rng);
             iris::kernels::quantizeRow(type, row.data(), bytes.data() + r * rowBytes, in);
         }
         check(w.addTensor(name, type, {in, out}, bytes));
@@ -75,7 +79,8 @@ public:
     void vector(GgufWriter& w, const std::string& name, long n, float mean) {
         std::normal_distribution<float> normal(mean, 0.02f);
         std::vector<float> v(std::size_t(n), 0.0f);
-        for (float& x : v) x = normal(m_rng);
+        for (float& x : v)
+            x = normal(m_rng);
         check(w.addTensor(name, {n}, v));
     }
 
@@ -99,32 +104,46 @@ int main(int argc, char** argv) {
     Options o;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string key = argv[i], value = argv[i + 1];
-        if (key == "--out") o.out = value;
-        else if (key == "--arch") o.arch = value;
-        else if (key == "--type") o.type = value;
-        else if (key == "--tokenizer") o.tokenizer = value;
-        else if (key == "--layers") o.layers = std::stol(value);
-        else if (key == "--hidden") o.hidden = std::stol(value);
-        else if (key == "--heads") o.heads = std::stol(value);
-        else if (key == "--kv-heads") o.kvHeads = std::stol(value);
-        else if (key == "--ffn") o.ffn = std::stol(value);
-        else if (key == "--vocab") o.vocab = std::stol(value);
-        else if (key == "--seed") o.seed = unsigned(std::stoul(value));
+        if (key == "--out")
+            o.out = value;
+        else if (key == "--arch")
+            o.arch = value;
+        else if (key == "--type")
+            o.type = value;
+        else if (key == "--tokenizer")
+            o.tokenizer = value;
+        else if (key == "--layers")
+            o.layers = std::stol(value);
+        else if (key == "--hidden")
+            o.hidden = std::stol(value);
+        else if (key == "--heads")
+            o.heads = std::stol(value);
+        else if (key == "--kv-heads")
+            o.kvHeads = std::stol(value);
+        else if (key == "--ffn")
+            o.ffn = std::stol(value);
+        else if (key == "--vocab")
+            o.vocab = std::stol(value);
+        else if (key == "--seed")
+            o.seed = unsigned(std::stoul(value));
         else {
             std::cerr << "iris_make_model: unknown option " << key << '\n';
             return 2;
         }
     }
     if (o.out.empty()) {
-        std::cerr << "usage: iris_make_model --out FILE [--type q8_0|q4_k_m|f16|...] [--tokenizer tokenizer.json]\n"
-                     "                       [--arch qwen2|qwen3] [--layers N --hidden N --heads N --kv-heads N\n"
+        std::cerr << "usage: iris_make_model --out FILE [--type q8_0|q4_k_m|f16|...] [--tokenizer "
+                     "tokenizer.json]\n"
+                     "                       [--arch qwen2|qwen3] [--layers N --hidden N --heads N "
+                     "--kv-heads N\n"
                      "                        --ffn N --vocab N] [--seed N]\n";
         return 2;
     }
     GgufWriter w;
     const std::string& a = o.arch;
     w.set("general.architecture", a);
-    w.set("general.name", "random " + a + " " + std::to_string(o.layers) + "x" + std::to_string(o.hidden) + " " + o.type);
+    w.set("general.name", "random " + a + " " + std::to_string(o.layers) + "x" +
+                              std::to_string(o.hidden) + " " + o.type);
     w.set(a + ".block_count", std::uint32_t(o.layers));
     w.set(a + ".context_length", std::uint32_t(32768));
     w.set(a + ".embedding_length", std::uint32_t(o.hidden));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "inference/gguf/gguf_writer.h"
+#include "inference/tokenizer/byte_level.h"
 #include "kernels/quant.h"
 
 namespace iris::inference::testing {
@@ -71,6 +72,29 @@ std::vector<std::byte> makeTinyModel(const TinyModelSpec& s) {
         w.set(a + ".rope.dimension_sections",
               GgufArray{std::vector<std::int32_t>{s.sections[0], s.sections[1], s.sections[2],
                                                   s.sections[3]}});
+    }
+    if (s.withTokenizer) {
+        std::vector<std::string> tokens;
+        std::vector<std::int32_t> types;
+        for (int byte = 0; byte < 256; ++byte) {
+            tokens.push_back(byte_level::encode(std::string(1, static_cast<char>(byte))));
+            types.push_back(1);
+        }
+        for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+            tokens.emplace_back(special);
+            types.push_back(3);
+        }
+        while (std::int64_t(tokens.size()) < s.vocab) {
+            tokens.push_back("[PAD" + std::to_string(tokens.size()) + "]");
+            types.push_back(5);
+        }
+        w.set("tokenizer.ggml.model", std::string("gpt2"));
+        w.set("tokenizer.ggml.pre", std::string("qwen2"));
+        w.set("tokenizer.ggml.tokens", GgufArray{tokens});
+        w.set("tokenizer.ggml.token_type", GgufArray{types});
+        w.set("tokenizer.ggml.merges", GgufArray{std::vector<std::string>{}});
+        w.set("tokenizer.ggml.eos_token_id", std::uint32_t(kTinyImEnd));
+        w.set("tokenizer.ggml.padding_token_id", std::uint32_t(kTinyEndOfText));
     }
     Maker m(s);
     const std::int64_t q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;

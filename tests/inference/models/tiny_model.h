@@ -29,7 +29,12 @@ struct TinyModelSpec {
     float rmsEps = 1e-6f;
     unsigned seed = 1;
     float weightScale = 0.2f;
+    // A byte-level vocabulary: ids 0..255 are the bytes, then <|endoftext|>, <|im_start|>,
+    // <|im_end|> (control tokens; <|im_end|> is eos), then "[PAD<id>]" up to `vocab`.
+    bool withTokenizer = false;
 };
+
+inline constexpr std::int32_t kTinyEndOfText = 256, kTinyImStart = 257, kTinyImEnd = 258;
 
 // The serialized GGUF file. Weights are random normal * weightScale, quantised to weightType.
 std::vector<std::byte> makeTinyModel(const TinyModelSpec& spec);

@@ -24,7 +24,8 @@ struct PagedKv {
 
 // For query heads h in [headBegin, headEnd):
 //   out[h] = sum_{t < length} softmax_t(scale * q[h] . K[t, g]) V[t, g],  g = h / (heads / kvHeads)
-// q, out: (heads, headDim) f32. scratch: `length` floats. Softmax in f32 with the max subtracted.
+// q, out: (heads, headDim) f32. scratch: (headEnd - headBegin) * length floats. Softmax in f32
+// with the max subtracted. Passing all heads of one KV group at once reads its K and V once.
 void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
                  float* out, float* scratch, int headBegin, int headEnd);
 

@@ -19,6 +19,12 @@
 
 namespace iris::kernels {
 
+// How activations are prepared for a weight type: f32 as they are (f32/f16/bf16 weights),
+// 8-bit with a scale per 32 values (legacy quantised types) or per 256 (K types). Products with
+// weights of different types can share one preparation when the format is the same.
+enum class ActivationFormat { Float, Q8PerBlock32, Q8PerBlock256 };
+ActivationFormat activationFormat(TensorType weightType);
+
 // Bytes of one prepared activation row of length k for weights of `weightType`.
 std::int64_t preparedRowBytes(TensorType weightType, std::int64_t k);
 

@@ -94,34 +94,58 @@ public:
                    std::vector<float>& logits) override;
 
 private:
-    // y (rows x out) = x (rows x in) W^T + b, split over the pool by output column.
-    void linear(const Linear& w, const float* x, std::int64_t rows, float* y, ThreadPool& pool);
+    struct Projection {
+        const Linear* weights;
+        float* y;  // rows x weights->out
+    };
+    // y = x W^T + b for several weight matrices that read the same x (q, k, v; gate, up): x is
+    // quantised once per activation format, and one parallel pass covers all outputs.
+    void linear(std::initializer_list<Projection> projections, const float* x, std::int64_t rows, ThreadPool& pool);
+    void linear(const Linear& w, const float* x, std::int64_t rows, float* y, ThreadPool& pool) {
+        linear({{&w, y}}, x, rows, pool);
+    }
     void ropeTables(std::span<const TokenInput> batch);
 
     ModelConfig m_config;
     DecoderWeights m_weights;
     // Scratch, reused across calls (forward is not reentrant).
     std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_attn, m_gate, m_up, m_cos, m_sin, m_rows;
-    std::vector<std::byte> m_prepared;
+    std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
 };
 
-void DecoderModel::linear(const Linear& w, const float* x, std::int64_t rows, float* y,
+void DecoderModel::linear(std::initializer_list<Projection> projections, const float* x, std::int64_t rows,
                           ThreadPool& pool) {
-    const std::int64_t rowBytes = kernels::preparedRowBytes(w.type, w.in);
-    if (std::int64_t(m_prepared.size()) < rowBytes * rows)
-        m_prepared.resize(std::size_t(rowBytes * rows));
-    std::byte* prepared = m_prepared.data();
-    pool.parallelFor(rows, 1, [&](std::int64_t begin, std::int64_t end) {
-        kernels::prepareActivations(w.type, x + begin * w.in, w.in, end - begin, w.in,
-                                    prepared + begin * rowBytes);
-    });
-    // Grains of 16 output rows keep each thread's share a whole number of cache lines of y.
-    pool.parallelFor(w.out, 16, [&](std::int64_t begin, std::int64_t end) {
-        kernels::matmul(w.type, w.data, w.in, prepared, rows, y, w.out, begin, end);
-        if (w.bias != nullptr) {
+    const std::int64_t in = projections.begin()->weights->in;
+    const std::byte* prepared[3] = {};
+    std::int64_t totalOut = 0;
+    for (const Projection& p : projections) {
+        totalOut += p.weights->out;
+        const kernels::TensorType type = p.weights->type;
+        const auto format = std::size_t(kernels::activationFormat(type));
+        if (prepared[format] != nullptr) continue;
+        const std::int64_t rowBytes = kernels::preparedRowBytes(type, in);
+        std::vector<std::byte>& buffer = m_prepared[format];
+        if (std::int64_t(buffer.size()) < rowBytes * rows) buffer.resize(std::size_t(rowBytes * rows));
+        pool.parallelFor(rows, 1, [&](std::int64_t begin, std::int64_t end) {
+            kernels::prepareActivations(type, x + begin * in, in, end - begin, in, buffer.data() + begin * rowBytes);
+        });
+        prepared[format] = buffer.data();
+    }
+    // One pass over the concatenated output columns; grains of 16 keep each thread's share of y
+    // whole cache lines.
+    pool.parallelFor(totalOut, 16, [&](std::int64_t begin, std::int64_t end) {
+        std::int64_t offset = 0;
+        for (const Projection& p : projections) {
+            const Linear& w = *p.weights;
+            const std::int64_t from = std::max(begin - offset, std::int64_t(0));
+            const std::int64_t to = std::min(end - offset, w.out);
+            offset += w.out;
+            if (from >= to) continue;
+            kernels::matmul(w.type, w.data, w.in, prepared[std::size_t(kernels::activationFormat(w.type))], rows, p.y,
+                            w.out, from, to);
+            if (w.bias == nullptr) continue;
             for (std::int64_t r = 0; r < rows; ++r) {
-                for (std::int64_t n = begin; n < end; ++n)
-                    y[r * w.out + n] += w.bias[n];
+                for (std::int64_t n = from; n < to; ++n) p.y[r * w.out + n] += w.bias[n];
             }
         }
     });
@@ -197,9 +221,7 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
 
         // Attention block.
         kernels::rmsNorm(x, D, layer.attnNorm, norm, D, T, D, c.rmsEps);
-        linear(layer.q, norm, T, q, pool);
-        linear(layer.k, norm, T, k, pool);
-        linear(layer.v, norm, T, v, pool);
+        linear({{&layer.q, q}, {&layer.k, k}, {&layer.v, v}}, norm, T, pool);
         if (layer.qNorm != nullptr)
             kernels::rmsNorm(q, hd, layer.qNorm, q, hd, T * H, hd, c.rmsEps);
         if (layer.kNorm != nullptr)
@@ -225,12 +247,14 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
                 std::memcpy(valueSlot, v + t * G * hd, std::size_t(G * hd) * sizeof(float));
             }
         }
-        // Every (token, head) pair is independent once all of the batch's K/V are written.
-        pool.parallelFor(T * H, 1, [&](std::int64_t begin, std::int64_t end) {
-            std::vector<float> scores(std::size_t(longest), 0.0f);
+        // Every (token, KV group) pair is independent once all of the batch's K/V are written;
+        // the group's query heads go together so its K and V rows are read once.
+        const std::int64_t group = H / G;
+        pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<float> scores(std::size_t(group * longest), 0.0f);
             for (std::int64_t item = begin; item < end; ++item) {
-                const std::int64_t t = item / H;
-                const int h = int(item % H);
+                const std::int64_t t = item / G;
+                const int g = int(item % G);
                 const TokenInput& in = batch[std::size_t(t)];
                 const kernels::PagedKv kv{cache.keys(li),
                                           cache.values(li),
@@ -239,8 +263,8 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
                                           int(G),
                                           int(hd),
                                           cache.options().type};
-                kernels::attendPaged(q + t * H * hd, int(H), kv, in.slot + 1, scale,
-                                     attn + t * H * hd, scores.data(), h, h + 1);
+                kernels::attendPaged(q + t * H * hd, int(H), kv, in.slot + 1, scale, attn + t * H * hd, scores.data(),
+                                     int(g * group), int((g + 1) * group));
             }
         });
         linear(layer.o, attn, T, norm, pool);  // norm is free here: reuse it for the projection
@@ -249,8 +273,7 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
 
         // Feed-forward block.
         kernels::rmsNorm(x, D, layer.ffnNorm, norm, D, T, D, c.rmsEps);
-        linear(layer.gate, norm, T, gate, pool);
-        linear(layer.up, norm, T, up, pool);
+        linear({{&layer.gate, gate}, {&layer.up, up}}, norm, T, pool);
         kernels::swiglu(gate, up, gate, T * F);
         linear(layer.down, gate, T, norm, pool);
         for (std::int64_t i = 0; i < T * D; ++i)

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu_features.h"
 #include "kernels/fp16.h"
 
 namespace iris::kernels {
@@ -58,13 +60,30 @@ void attend(const float* q, int heads, const PagedKv& kv, std::int64_t length, f
 
 }  // namespace
 
-void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
-                 float* out, float* scratch, int headBegin, int headEnd) {
+namespace cpu {
+
+void attendScalar(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
+                  float* scratch, int headBegin, int headEnd) {
     if (kv.type == TensorType::F16) {
         attend<std::uint16_t>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
     } else {
         attend<float>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
     }
+}
+
+}  // namespace cpu
+
+namespace {
+constexpr cpu::IsaVariants<cpu::AttendFn> kAttendVariants = {
+    .scalar = cpu::attendScalar,
+    .avx2 = IRIS_X86_VARIANT(cpu::attendAvx2),
+    .avx512 = IRIS_X86_VARIANT(cpu::attendAvx512),
+};
+}  // namespace
+
+void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
+                 float* scratch, int headBegin, int headEnd) {
+    cpu::pickVariant(kAttendVariants, activeIsa())(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
 }
 
 }  // namespace iris::kernels

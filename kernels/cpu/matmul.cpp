@@ -37,6 +37,11 @@ bool usesQ8KActivations(TensorType weightType) {
 
 }  // namespace cpu
 
+ActivationFormat activationFormat(TensorType weightType) {
+    if (takesFloatActivations(weightType)) return ActivationFormat::Float;
+    return cpu::usesQ8KActivations(weightType) ? ActivationFormat::Q8PerBlock256 : ActivationFormat::Q8PerBlock32;
+}
+
 std::int64_t preparedRowBytes(TensorType weightType, std::int64_t k) {
     if (takesFloatActivations(weightType)) return k * std::int64_t(sizeof(float));
     if (cpu::usesQ8KActivations(weightType))

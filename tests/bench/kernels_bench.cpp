@@ -89,7 +89,7 @@ void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa
 // are whole K super-blocks (4864 = 19 x 256); the 896-wide rows of the other projections are not,
 // which is why llama.cpp's Q4_K_M stores those as q5_0 / q8_0.
 void matmulShapes(benchmark::internal::Benchmark* b) {
-    b->Args({896, 4864, 1})->Args({896, 4864, 64});
+    b->Args({896, 4864, 1})->Args({896, 4864, 64})->Args({151936, 896, 1});  // last: the output head, from DRAM
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+// Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them (cpu/dispatch.h).
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/x86/attention_x86.h"
+
+namespace iris::kernels::cpu {
+namespace {
+
+struct Vec8 {
+    using Reg = __m256;
+    static constexpr int kWidth = 8;
+    static Reg zero() { return _mm256_setzero_ps(); }
+    static Reg broadcast(float f) { return _mm256_set1_ps(f); }
+    static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+    static Reg loadHalf(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+    static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+    static float reduce(Reg v) {
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    }
+};
+
+}  // namespace
+
+void attendAvx2(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
+                float* scratch, int headBegin, int headEnd) {
+    attendX86<Vec8>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
+}
+
+}  // namespace iris::kernels::cpu

@@ -1,6 +1,7 @@
 // iris bench --model F.gguf [-p 512] [-n 128] [--threads N] [--json]
-// Prefill and decode speed, and this machine's memory read bandwidth measured in the same run:
-// decoding one token reads every weight once, so bytes-per-token x tokens/s over the bandwidth
+// Prefill speed (a p-token prompt), decode speed (n tokens generated from an empty context, as
+// llama-bench's pp and tg tests), and this machine's memory read bandwidth measured in the same
+// run: decoding one token reads every weight once, so bytes-per-token x tokens/s over the bandwidth
 // says how close decoding runs to the hardware's limit.
 #include <algorithm>
 #include <chrono>
@@ -145,25 +146,26 @@ int runBench(int argc, char** argv) {
     }
     const double prefillSeconds = seconds(prefillStart, Clock::now());
 
-    // Decode: n greedy steps, one token per forward pass.
+    // Decode: n greedy steps from a fresh sequence, one token per forward pass (as llama-bench's
+    // tg test: its numbers are comparable).
+    cache.release(seq);
+    const inference::SequenceId decodeSeq = cache.newSequence();
+    std::int32_t next = anyToken(rng);
     const auto decodeStart = Clock::now();
     for (std::int64_t i = 0; i < *n; ++i) {
-        const auto next =
-            std::int32_t(std::max_element(logits.end() - config.vocabSize, logits.end()) -
-                         (logits.end() - config.vocabSize));
-        const std::int64_t slot = *p + i;
-        if (Status s = cache.extend(seq, slot + 1); !s.isOk()) {
+        if (Status s = cache.extend(decodeSeq, i + 1); !s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
             return 1;
         }
-        const auto pos = std::int32_t(slot);
-        const inference::TokenInput in{next, seq, slot, {pos, pos, pos, 0}, true};
+        const auto pos = std::int32_t(i);
+        const inference::TokenInput in{next, decodeSeq, i, {pos, pos, pos, 0}, true};
         logits.clear();
         if (Status s = engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits);
             !s.isOk()) {
             std::cerr << "iris bench: " << s.message() << '\n';
             return 1;
         }
+        next = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const double decodeSeconds = seconds(decodeStart, Clock::now());
     const double bandwidth = measureReadBandwidth(engine.pool());

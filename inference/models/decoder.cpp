@@ -100,7 +100,8 @@ private:
     };
     // y = x W^T + b for several weight matrices that read the same x (q, k, v; gate, up): x is
     // quantised once per activation format, and one parallel pass covers all outputs.
-    void linear(std::initializer_list<Projection> projections, const float* x, std::int64_t rows, ThreadPool& pool);
+    void linear(std::initializer_list<Projection> projections, const float* x, std::int64_t rows,
+                ThreadPool& pool);
     void linear(const Linear& w, const float* x, std::int64_t rows, float* y, ThreadPool& pool) {
         linear({{&w, y}}, x, rows, pool);
     }
@@ -113,8 +114,8 @@ private:
     std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
 };
 
-void DecoderModel::linear(std::initializer_list<Projection> projections, const float* x, std::int64_t rows,
-                          ThreadPool& pool) {
+void DecoderModel::linear(std::initializer_list<Projection> projections, const float* x,
+                          std::int64_t rows, ThreadPool& pool) {
     const std::int64_t in = projections.begin()->weights->in;
     const std::byte* prepared[3] = {};
     std::int64_t totalOut = 0;
@@ -125,9 +126,11 @@ void DecoderModel::linear(std::initializer_list<Projection> projections, const f
         if (prepared[format] != nullptr) continue;
         const std::int64_t rowBytes = kernels::preparedRowBytes(type, in);
         std::vector<std::byte>& buffer = m_prepared[format];
-        if (std::int64_t(buffer.size()) < rowBytes * rows) buffer.resize(std::size_t(rowBytes * rows));
+        if (std::int64_t(buffer.size()) < rowBytes * rows)
+            buffer.resize(std::size_t(rowBytes * rows));
         pool.parallelFor(rows, 1, [&](std::int64_t begin, std::int64_t end) {
-            kernels::prepareActivations(type, x + begin * in, in, end - begin, in, buffer.data() + begin * rowBytes);
+            kernels::prepareActivations(type, x + begin * in, in, end - begin, in,
+                                        buffer.data() + begin * rowBytes);
         });
         prepared[format] = buffer.data();
     }
@@ -141,11 +144,13 @@ void DecoderModel::linear(std::initializer_list<Projection> projections, const f
             const std::int64_t to = std::min(end - offset, w.out);
             offset += w.out;
             if (from >= to) continue;
-            kernels::matmul(w.type, w.data, w.in, prepared[std::size_t(kernels::activationFormat(w.type))], rows, p.y,
+            kernels::matmul(w.type, w.data, w.in,
+                            prepared[std::size_t(kernels::activationFormat(w.type))], rows, p.y,
                             w.out, from, to);
             if (w.bias == nullptr) continue;
             for (std::int64_t r = 0; r < rows; ++r) {
-                for (std::int64_t n = from; n < to; ++n) p.y[r * w.out + n] += w.bias[n];
+                for (std::int64_t n = from; n < to; ++n)
+                    p.y[r * w.out + n] += w.bias[n];
             }
         }
     });
@@ -263,8 +268,9 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
                                           int(G),
                                           int(hd),
                                           cache.options().type};
-                kernels::attendPaged(q + t * H * hd, int(H), kv, in.slot + 1, scale, attn + t * H * hd, scores.data(),
-                                     int(g * group), int((g + 1) * group));
+                kernels::attendPaged(q + t * H * hd, int(H), kv, in.slot + 1, scale,
+                                     attn + t * H * hd, scores.data(), int(g * group),
+                                     int((g + 1) * group));
             }
         });
         linear(layer.o, attn, T, norm, pool);  // norm is free here: reuse it for the projection

@@ -62,8 +62,8 @@ void attend(const float* q, int heads, const PagedKv& kv, std::int64_t length, f
 
 namespace cpu {
 
-void attendScalar(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
-                  float* scratch, int headBegin, int headEnd) {
+void attendScalar(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
+                  float* out, float* scratch, int headBegin, int headEnd) {
     if (kv.type == TensorType::F16) {
         attend<std::uint16_t>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
     } else {
@@ -81,9 +81,10 @@ constexpr cpu::IsaVariants<cpu::AttendFn> kAttendVariants = {
 };
 }  // namespace
 
-void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
-                 float* scratch, int headBegin, int headEnd) {
-    cpu::pickVariant(kAttendVariants, activeIsa())(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
+void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
+                 float* out, float* scratch, int headBegin, int headEnd) {
+    cpu::pickVariant(kAttendVariants, activeIsa())(q, heads, kv, length, scale, out, scratch,
+                                                   headBegin, headEnd);
 }
 
 }  // namespace iris::kernels

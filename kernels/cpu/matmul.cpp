@@ -39,7 +39,8 @@ bool usesQ8KActivations(TensorType weightType) {
 
 ActivationFormat activationFormat(TensorType weightType) {
     if (takesFloatActivations(weightType)) return ActivationFormat::Float;
-    return cpu::usesQ8KActivations(weightType) ? ActivationFormat::Q8PerBlock256 : ActivationFormat::Q8PerBlock32;
+    return cpu::usesQ8KActivations(weightType) ? ActivationFormat::Q8PerBlock256
+                                               : ActivationFormat::Q8PerBlock32;
 }
 
 std::int64_t preparedRowBytes(TensorType weightType, std::int64_t k) {

@@ -202,6 +202,13 @@ void matmulType(const void* w, std::int64_t k, const void* prepared, std::int64_
                     preparedRowBytes(kType, k));
 }
 
+// Round to nearest, ties to even (what cvtps2dq does), for |v| < 2^22: adding and subtracting
+// 1.5 * 2^23 leaves the rounded value, with no libm call in the activation hot path.
+int roundEven(float v) {
+    constexpr float kMagic = 12582912.0f;
+    return int((v + kMagic) - kMagic);
+}
+
 }  // namespace
 
 MatmulFn matmulScalar(TensorType weightType) {
@@ -244,7 +251,7 @@ void quantizeActivationRow(const float* x, std::int64_t k, void* blocks) {
         b[i].d = d;
         int sums[2] = {0, 0};
         for (int j = 0; j < kQK; ++j) {
-            const int q = int(std::nearbyint(x[j] * id));  // round half to even, like cvtps2dq
+            const int q = roundEven(x[j] * id);
             b[i].qs[j] = std::int8_t(q);
             sums[j / 16] += q;
         }
@@ -265,7 +272,7 @@ void quantizeActivationRowK(const float* x, std::int64_t k, void* blocks) {
         for (int g = 0; g < 16; ++g) {
             int sum = 0;
             for (int j = 16 * g; j < 16 * g + 16; ++j) {
-                const int q = int(std::nearbyint(x[j] * id));
+                const int q = roundEven(x[j] * id);
                 b[i].qs[j] = std::int8_t(q);
                 sum += q;
             }

@@ -1,12 +1,12 @@
 #include "kernels/attention.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu_features.h"
@@ -42,16 +42,22 @@ struct Paged {
             for (int g = 0; g < kvHeads; ++g) {
                 for (int i = 0; i < headDim; ++i) {
                     const std::int64_t at =
-                        ((std::int64_t(table[std::size_t(tok / blockSize)]) * blockSize + tok % blockSize) * kvHeads + g) *
-                            headDim + i;
+                        ((std::int64_t(table[std::size_t(tok / blockSize)]) * blockSize +
+                          tok % blockSize) *
+                             kvHeads +
+                         g) *
+                            headDim +
+                        i;
                     const float kf = normal(rng), vf = normal(rng);
                     k16[std::size_t(at)] = fp32ToFp16(kf);
                     v16[std::size_t(at)] = fp32ToFp16(vf);
                     k32[std::size_t(at)] = kf;
                     v32[std::size_t(at)] = vf;
                     const std::size_t r = std::size_t((tok * kvHeads + g) * headDim + i);
-                    kRef[r] = t == TensorType::F16 ? double(fp16ToFp32(k16[std::size_t(at)])) : double(kf);
-                    vRef[r] = t == TensorType::F16 ? double(fp16ToFp32(v16[std::size_t(at)])) : double(vf);
+                    kRef[r] = t == TensorType::F16 ? double(fp16ToFp32(k16[std::size_t(at)]))
+                                                   : double(kf);
+                    vRef[r] = t == TensorType::F16 ? double(fp16ToFp32(v16[std::size_t(at)]))
+                                                   : double(vf);
                 }
             }
         }
@@ -61,22 +67,30 @@ struct Paged {
         const bool f16 = type == TensorType::F16;
         return {f16 ? static_cast<const void*>(k16.data()) : k32.data(),
                 f16 ? static_cast<const void*>(v16.data()) : v32.data(),
-                table.data(), blockSize, kvHeads, headDim, type};
+                table.data(),
+                blockSize,
+                kvHeads,
+                headDim,
+                type};
     }
 };
 
 class AttentionVariant : public ::testing::TestWithParam<CpuIsa> {
 protected:
     void SetUp() override {
-        if (GetParam() > highestSupportedIsa(cpuFeatures())) GTEST_SKIP() << "this CPU lacks " << cpuIsaName(GetParam());
+        if (GetParam() > highestSupportedIsa(cpuFeatures()))
+            GTEST_SKIP() << "this CPU lacks " << cpuIsaName(GetParam());
     }
     cpu::AttendFn fn() const {
         switch (GetParam()) {
 #if defined(IRIS_KERNELS_X86)
-            case CpuIsa::Avx2: return cpu::attendAvx2;
-            case CpuIsa::Avx512: return cpu::attendAvx512;
+            case CpuIsa::Avx2:
+                return cpu::attendAvx2;
+            case CpuIsa::Avx512:
+                return cpu::attendAvx512;
 #endif
-            default: return cpu::attendScalar;
+            default:
+                return cpu::attendScalar;
         }
     }
 };
@@ -90,35 +104,44 @@ TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
             std::mt19937 rng(9);
             std::normal_distribution<float> normal(0.0f, 1.0f);
             std::vector<float> q(std::size_t(heads * d), 0.0f);
-            for (float& v : q) v = normal(rng);
+            for (float& v : q)
+                v = normal(rng);
             const float scale = 1.0f / std::sqrt(float(d));
             std::vector<float> out(q.size(), NAN), scratch(std::size_t(heads * length), 0.0f);
             // The heads in two calls, one crossing a group boundary, as a caller may split them.
             fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 0, 2);
-            fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 2, heads);
+            fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 2,
+                 heads);
             for (int h = 0; h < heads; ++h) {
                 const int g = h / 3;
                 std::vector<double> w(std::size_t(length), 0.0);
                 double max = -1e300, sum = 0;
                 for (std::int64_t t = 0; t < length; ++t) {
                     double s = 0;
-                    for (int i = 0; i < d; ++i) s += double(q[std::size_t(h * d + i)]) * paged.kRef[std::size_t((t * 2 + g) * d + i)];
+                    for (int i = 0; i < d; ++i)
+                        s += double(q[std::size_t(h * d + i)]) *
+                             paged.kRef[std::size_t((t * 2 + g) * d + i)];
                     w[std::size_t(t)] = s * double(scale);
                     max = std::max(max, w[std::size_t(t)]);
                 }
-                for (double& x : w) sum += (x = std::exp(x - max));
+                for (double& x : w)
+                    sum += (x = std::exp(x - max));
                 for (int i = 0; i < d; ++i) {
                     double want = 0;
-                    for (std::int64_t t = 0; t < length; ++t) want += w[std::size_t(t)] / sum * paged.vRef[std::size_t((t * 2 + g) * d + i)];
+                    for (std::int64_t t = 0; t < length; ++t)
+                        want +=
+                            w[std::size_t(t)] / sum * paged.vRef[std::size_t((t * 2 + g) * d + i)];
                     ASSERT_NEAR(double(out[std::size_t(h * d + i)]), want, 1e-5)
-                        << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name << " length=" << length << " h=" << h;
+                        << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name
+                        << " length=" << length << " h=" << h;
                 }
             }
         }
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, AttentionVariant, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
+INSTANTIATE_TEST_SUITE_P(Cpu, AttentionVariant,
+                         ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const auto& p) { return std::string(cpuIsaName(p.param)); });
 
 }  // namespace

@@ -11,7 +11,9 @@ struct Vec8 {
     static Reg zero() { return _mm256_setzero_ps(); }
     static Reg broadcast(float f) { return _mm256_set1_ps(f); }
     static Reg load(const float* p) { return _mm256_loadu_ps(p); }
-    static Reg loadHalf(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    static Reg loadHalf(const std::uint16_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
     static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
     static float reduce(Reg v) {
@@ -24,8 +26,8 @@ struct Vec8 {
 
 }  // namespace
 
-void attendAvx2(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
-                float* scratch, int headBegin, int headEnd) {
+void attendAvx2(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
+                float* out, float* scratch, int headBegin, int headEnd) {
     attendX86<Vec8>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
 }
 

@@ -13,12 +13,14 @@ struct Vec16 {
     static Reg load(const float* p) { return _mm512_loadu_ps(p); }
     // maskz form: the plain one expands to _mm512_undefined_ps, which GCC 12 warns about.
     static Reg loadHalf(const std::uint16_t* p) {
-        return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF),
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
     static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
     static float reduce(Reg v) {  // see rms_norm_avx512.cpp for why not _mm512_reduce_add_ps
-        const __m256 halves = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+        const __m256 halves =
+            _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
         __m128 s = _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
         s = _mm_add_ps(s, _mm_movehl_ps(s, s));
         s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -28,8 +30,8 @@ struct Vec16 {
 
 }  // namespace
 
-void attendAvx512(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale, float* out,
-                  float* scratch, int headBegin, int headEnd) {
+void attendAvx512(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
+                  float* out, float* scratch, int headBegin, int headEnd) {
     attendX86<Vec16>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
 }
 

@@ -26,6 +26,7 @@ namespace iris::kernels::cpu {
 namespace {
 
 constexpr int kRowTile = 4;
+constexpr std::int64_t kPanelBytes = 256 << 10;  // a quarter of a Zen 4/5 core's L2
 
 inline float halfToFloat(std::uint16_t h) {
     return _cvtsh_ss(h);
@@ -283,30 +284,38 @@ void matmulTiled(const void* w, std::int64_t wRowBytes, std::int64_t k, const vo
                  std::int64_t nBegin, std::int64_t nEnd) {
     const auto* wBytes = static_cast<const std::uint8_t*>(w);
     const auto* xBytes = static_cast<const std::uint8_t*>(prepared);
-    for (std::int64_t n = nBegin; n < nEnd; ++n) {
-        const void* wRow = wBytes + n * wRowBytes;
-        for (std::int64_t i0 = 0; i0 < m; i0 += kRowTile) {
-            const Act* rows[kRowTile];
-            const int count = int(std::min<std::int64_t>(kRowTile, m - i0));
-            for (int r = 0; r < count; ++r)
-                rows[r] = reinterpret_cast<const Act*>(xBytes + (i0 + r) * xRowBytes);
-            float out[kRowTile];
-            switch (count) {
-                case 4:
-                    RowKernel<4>::run(wRow, rows, k, out);
-                    break;
-                case 3:
-                    RowKernel<3>::run(wRow, rows, k, out);
-                    break;
-                case 2:
-                    RowKernel<2>::run(wRow, rows, k, out);
-                    break;
-                default:
-                    RowKernel<1>::run(wRow, rows, k, out);
-                    break;
+    // Activation rows are taken in panels that stay in L2 while every weight row of this thread's
+    // range passes over them; without the panels, a long prompt's activations would be streamed
+    // from L3 once per weight row.
+    const std::int64_t panel = std::max<std::int64_t>(
+        kRowTile, kPanelBytes / std::max<std::int64_t>(1, xRowBytes) / kRowTile * kRowTile);
+    for (std::int64_t p0 = 0; p0 < m; p0 += panel) {
+        const std::int64_t p1 = std::min(m, p0 + panel);
+        for (std::int64_t n = nBegin; n < nEnd; ++n) {
+            const void* wRow = wBytes + n * wRowBytes;
+            for (std::int64_t i0 = p0; i0 < p1; i0 += kRowTile) {
+                const Act* rows[kRowTile];
+                const int count = int(std::min<std::int64_t>(kRowTile, p1 - i0));
+                for (int r = 0; r < count; ++r)
+                    rows[r] = reinterpret_cast<const Act*>(xBytes + (i0 + r) * xRowBytes);
+                float out[kRowTile];
+                switch (count) {
+                    case 4:
+                        RowKernel<4>::run(wRow, rows, k, out);
+                        break;
+                    case 3:
+                        RowKernel<3>::run(wRow, rows, k, out);
+                        break;
+                    case 2:
+                        RowKernel<2>::run(wRow, rows, k, out);
+                        break;
+                    default:
+                        RowKernel<1>::run(wRow, rows, k, out);
+                        break;
+                }
+                for (int r = 0; r < count; ++r)
+                    y[(i0 + r) * yStride + n] = out[r];
             }
-            for (int r = 0; r < count; ++r)
-                y[(i0 + r) * yStride + n] = out[r];
         }
     }
 }

@@ -51,7 +51,10 @@ int blockDot(const BlockQ8Act& x, Value value) {
 }
 
 int blockSum(const BlockQ8Act& x) {
-    return x.sum[0] + x.sum[1];
+    int sum = 0;
+    for (std::int8_t q : x.qs)
+        sum += q;
+    return sum;
 }
 
 float dotQ8_0(const void* w, const void* x, std::int64_t k) {
@@ -249,14 +252,13 @@ void quantizeActivationRow(const float* x, std::int64_t k, void* blocks) {
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         b[i].d = d;
-        int sums[2] = {0, 0};
+        int sum = 0;
         for (int j = 0; j < kQK; ++j) {
             const int q = roundEven(x[j] * id);
             b[i].qs[j] = std::int8_t(q);
-            sums[j / 16] += q;
+            sum += q;
         }
-        b[i].sum[0] = std::int16_t(sums[0]);
-        b[i].sum[1] = std::int16_t(sums[1]);
+        b[i].dsum = d * float(sum);
     }
 }
 

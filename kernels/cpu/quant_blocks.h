@@ -55,10 +55,11 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 
 // Activations quantised for the integer dot products with the legacy types: 32 values, one f32
-// scale, and the sums of each half (for the weight types that carry an offset or a minimum).
+// scale, and d times their sum (what the weight types with an offset or a minimum need, kept as
+// a float so that the kernels apply it with one multiply-add).
 struct BlockQ8Act {
     float d;
-    std::int16_t sum[2];  // sum of qs[0..15] and of qs[16..31]
+    float dsum;  // d * (qs[0] + ... + qs[31])
     std::int8_t qs[32];
 };
 static_assert(sizeof(BlockQ8Act) == 40);

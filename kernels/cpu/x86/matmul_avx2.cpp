@@ -10,6 +10,7 @@ struct DotMaddubs {
     static __m256i run(__m256i u, __m256i s) {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
     }
+    static __m256i fifthBits(std::uint32_t bits) { return fifthBitsAvx2(bits); }
     static __m256i scaled(__m256i acc, __m256i u, __m256i s, __m256i scale16) {
         return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16));
     }

@@ -52,10 +52,9 @@ inline __m256i unpackNibbles16(const std::uint8_t* qs) {
     return _mm256_set_m128i(hi, lo);
 }
 
-// Byte j becomes 0x10 where bit j of the 32-bit word is set, else 0 (the 5th bit of Q5 values).
-inline __m256i fifthBits(const std::uint8_t* qh) {
-    std::uint32_t bits;
-    std::memcpy(&bits, qh, 4);
+// Byte j becomes 0x10 where bit j of the 32-bit word is set, else 0 (the 5th bit of Q5 values),
+// without AVX-512's byte masks.
+inline __m256i fifthBitsAvx2(std::uint32_t bits) {
     const __m256i spread = _mm256_shuffle_epi8(
         _mm256_set1_epi32(int(bits)), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
                                                         0x0101010101010101, 0x0000000000000000));
@@ -101,7 +100,11 @@ void rowLegacy(const void* w, const BlockQ8Act* const* x, std::int64_t k, float*
     }
     for (std::int64_t b = 0; b < k / kQK; ++b) {
         __m256i q = unpackNibbles16(wb[b].qs);
-        if constexpr (kFiveBit) q = _mm256_or_si256(q, fifthBits(wb[b].qh));
+        if constexpr (kFiveBit) {
+            std::uint32_t bits;
+            std::memcpy(&bits, wb[b].qh, 4);
+            q = _mm256_or_si256(q, Dot::fifthBits(bits));
+        }
         const float dw = halfToFloat(wb[b].d);
         float mw = 0.0f;
         if constexpr (kHasMin) mw = halfToFloat(wb[b].m);
@@ -109,7 +112,7 @@ void rowLegacy(const void* w, const BlockQ8Act* const* x, std::int64_t k, float*
             const BlockQ8Act& xb = x[r][b];
             const __m256 dot = _mm256_cvtepi32_ps(Dot::run(q, load32(xb.qs)));
             acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw * xb.d), acc[r]);
-            const float xSum = xb.d * float(xb.sum[0] + xb.sum[1]);
+            const float xSum = xb.dsum;
             if constexpr (kHasMin) {
                 correction[r] += mw * xSum;
             } else {

@@ -1,6 +1,7 @@
 // Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them (cpu/dispatch.h).
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/x86/attention_x86.h"
+#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -16,12 +17,7 @@ struct Vec8 {
     }
     static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
-    static float reduce(Reg v) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
+    static float reduce(Reg v) { return horizontalSum(v); }
 };
 
 }  // namespace

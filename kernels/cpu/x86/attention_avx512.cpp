@@ -1,6 +1,7 @@
 // Compiled with the AVX-512 set; only called when the CPU has it (cpu/dispatch.h).
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/x86/attention_x86.h"
+#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -18,14 +19,7 @@ struct Vec16 {
     }
     static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
-    static float reduce(Reg v) {  // see rms_norm_avx512.cpp for why not _mm512_reduce_add_ps
-        const __m256 halves =
-            _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
-    }
+    static float reduce(Reg v) { return horizontalSum(v); }
 };
 
 }  // namespace

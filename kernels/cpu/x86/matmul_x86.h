@@ -20,6 +20,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/x86/horizontal_sum.h"
 #include "kernels/matmul.h"
 
 namespace iris::kernels::cpu {
@@ -30,13 +31,6 @@ constexpr std::int64_t kPanelBytes = 256 << 10;  // a quarter of a Zen 4/5 core'
 
 inline float halfToFloat(std::uint16_t h) {
     return _cvtsh_ss(h);
-}
-
-inline float horizontalSum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 inline __m256i load32(const void* p) {

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -12,15 +13,6 @@ namespace {
 __m256i firstLanes(std::int64_t n) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
-}
-
-float horizontalSum(__m256 v) {
-    const __m128 lo = _mm256_castps256_ps128(v);
-    const __m128 hi = _mm256_extractf128_ps(v, 1);
-    __m128 s = _mm_add_ps(lo, hi);
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
 }
 
 }  // namespace

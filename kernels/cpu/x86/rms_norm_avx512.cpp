@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -12,17 +13,6 @@ namespace {
 __mmask16 firstLanes(std::int64_t n) {
     return __mmask16((1u << n) - 1u);
 }  // n in 0..16
-
-// Written out with extractf32x8 (zero-filled merge source): _mm512_reduce_add_ps and
-// _mm512_castps512_ps256 expand to _mm256_undefined_*, which GCC 12 flags as
-// -Wmaybe-uninitialized inside its own header (GCC bug 105593).
-float horizontalSum(__m512 v) {
-    const __m256 halves = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 }  // namespace
 

@@ -86,7 +86,12 @@ float* resized(std::vector<float>& buffer, std::int64_t size) {
 class DecoderModel final : public Model {
 public:
     DecoderModel(ModelConfig config, DecoderWeights weights)
-        : m_config(std::move(config)), m_weights(std::move(weights)) {}
+        : m_config(std::move(config)), m_weights(std::move(weights)) {
+        pack(m_weights.output);
+        for (DecoderLayer& layer : m_weights.layers) {
+            for (Linear* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) pack(*w);
+        }
+    }
 
     const ModelConfig& config() const override { return m_config; }
 
@@ -106,12 +111,21 @@ private:
         linear({{&w, y}}, x, rows, pool);
     }
     void ropeTables(std::span<const TokenInput> batch);
+    // Packs w when this CPU has a faster layout for its type and its rows split into whole groups.
+    void pack(Linear& w) {
+        const std::int64_t bytes = kernels::packedBytes(w.type, w.out, w.in);
+        if (bytes == 0 || w.out % 8 != 0) return;
+        std::vector<std::byte>& buffer = m_packed.emplace_back(std::size_t(bytes));
+        kernels::packWeights(w.type, w.data, w.out, w.in, buffer.data());
+        w.packed = buffer.data();
+    }
 
     ModelConfig m_config;
     DecoderWeights m_weights;
     // Scratch, reused across calls (forward is not reentrant).
     std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_attn, m_gate, m_up, m_cos, m_sin, m_rows;
     std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
+    std::vector<std::vector<std::byte>> m_packed;  // owns the Linear::packed copies
 };
 
 void DecoderModel::linear(std::initializer_list<Projection> projections, const float* x,

@@ -16,13 +16,15 @@
 
 namespace iris::inference {
 
-// A weight matrix (out x in, rows of `in` values of `type`) and its optional f32 bias.
+// A weight matrix (out x in, rows of `in` values of `type`) and its optional f32 bias. `packed`
+// is the same matrix in the CPU's faster layout (kernels::packWeights) when the model made one.
 struct Linear {
     kernels::TensorType type = kernels::TensorType::F32;
     const void* data = nullptr;
     std::int64_t in = 0;
     std::int64_t out = 0;
     const float* bias = nullptr;
+    const void* packed = nullptr;
 };
 
 struct DecoderLayer {
@@ -57,7 +59,8 @@ Result<ModelConfig> readDecoderConfig(const GgufFile& file, const std::string& a
 Result<DecoderWeights> bindDecoderWeights(const GgufFile& file, const ModelConfig& config,
                                           const DecoderTensorNames& names);
 
-// The model itself.
+// The model itself. Weight matrices with a faster packed layout on this CPU are packed here (a
+// copy made once; the file's mapping stays for the others).
 std::unique_ptr<Model> makeDecoderModel(ModelConfig config, DecoderWeights weights);
 
 }  // namespace iris::inference

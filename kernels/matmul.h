@@ -38,12 +38,12 @@ void matmul(TensorType weightType, const void* w, std::int64_t k, const void* pr
             std::int64_t nEnd);
 
 // ---- packed weights -------------------------------------------------------------------------
-// Some types have a second layout that the CPU multiplies faster: q8_0 with AVX-512 VNNI keeps 8
+// Some types have a second layout that the CPU multiplies faster: q8_0 with AVX-512 VNNI keeps 16
 // weight rows interleaved 4 bytes at a time, so that one vpdpbusd computes 4 products for each of
-// 8 rows at once and the per-block scales apply to 8 rows with one vector multiply-add (no
+// 16 rows at once and the per-block scales apply to 16 rows with one vector multiply-add (no
 // horizontal sums). Packing copies the weights once, at load time.
-//   per group of 8 rows (the last one zero-padded), per 32-value block b:
-//     float d[8] (the rows' scales), then 8 x 32 bytes: for j in 0..7, rows 0..7's bytes
+//   per group of 16 rows (the last one zero-padded), per 32-value block b:
+//     float d[16] (the rows' scales), then 8 x 64 bytes: for j in 0..7, rows 0..15's bytes
 //     4j..4j+3, each stored + 128 (unsigned, as vpdpbusd wants its first operand)
 
 // Bytes of the packed form of n rows of k values, or 0 when `weightType` has none on this CPU.
@@ -51,10 +51,11 @@ std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k);
 
 // Writes the packed form of w (n rows of k values of `weightType`) to `packed`
 // (packedBytes(...) bytes). Only for types with packedBytes(...) > 0.
-void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k, void* packed);
+void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k,
+                 void* packed);
 
 // As matmul(), on packed weights; activations from prepareActivations(weightType, ...). nBegin
-// must be a multiple of 8.
+// must be a multiple of 16.
 void matmulPacked(TensorType weightType, const void* packed, std::int64_t k, const void* prepared,
                   std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
                   std::int64_t nEnd);

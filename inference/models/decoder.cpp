@@ -89,7 +89,9 @@ public:
         : m_config(std::move(config)), m_weights(std::move(weights)) {
         pack(m_weights.output);
         for (DecoderLayer& layer : m_weights.layers) {
-            for (Linear* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) pack(*w);
+            for (Linear* w :
+                 {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+                pack(*w);
         }
     }
 
@@ -114,18 +116,20 @@ private:
     // Packs w when this CPU has a faster layout for its type and its rows split into whole groups.
     void pack(Linear& w) {
         const std::int64_t bytes = kernels::packedBytes(w.type, w.out, w.in);
-        if (bytes == 0 || w.out % 8 != 0) return;
-        std::vector<std::byte>& buffer = m_packed.emplace_back(std::size_t(bytes));
-        kernels::packWeights(w.type, w.data, w.out, w.in, buffer.data());
-        w.packed = buffer.data();
+        if (bytes == 0 || w.out % 16 != 0) return;
+        // for_overwrite: packWeights writes every byte, no need to zero hundreds of MB first.
+        std::unique_ptr<std::byte[]>& buffer =
+            m_packed.emplace_back(std::make_unique_for_overwrite<std::byte[]>(std::size_t(bytes)));
+        kernels::packWeights(w.type, w.data, w.out, w.in, buffer.get());
+        w.packed = buffer.get();
     }
 
     ModelConfig m_config;
     DecoderWeights m_weights;
     // Scratch, reused across calls (forward is not reentrant).
     std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_attn, m_gate, m_up, m_cos, m_sin, m_rows;
-    std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
-    std::vector<std::vector<std::byte>> m_packed;  // owns the Linear::packed copies
+    std::vector<std::byte> m_prepared[3];                // one per kernels::ActivationFormat
+    std::vector<std::unique_ptr<std::byte[]>> m_packed;  // owns the Linear::packed copies
 };
 
 void DecoderModel::linear(std::initializer_list<Projection> projections, const float* x,

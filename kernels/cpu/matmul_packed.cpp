@@ -11,8 +11,9 @@
 namespace iris::kernels {
 namespace cpu {
 
-void matmulPackedQ8_0Scalar(const void* packed, std::int64_t k, const void* prepared, std::int64_t m, float* y,
-                            std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+void matmulPackedQ8_0Scalar(const void* packed, std::int64_t k, const void* prepared,
+                            std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+                            std::int64_t nEnd) {
     const std::int64_t blocks = k / kQK;
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
@@ -28,11 +29,13 @@ void matmulPackedQ8_0Scalar(const void* packed, std::int64_t k, const void* prep
                 const std::uint8_t* qs = block + sizeof d;
                 for (int r = 0; r < kPackRows; ++r) {
                     int dot = 0;  // sum of (w + 128) * x; the 128 * sum(x) part is taken out below
-                    for (int j = 0; j < 32; ++j) dot += int(qs[(j / 4) * 32 + r * 4 + j % 4]) * xr[b].qs[j];
+                    for (int j = 0; j < 32; ++j)
+                        dot += int(qs[(j / 4) * kPackRows * 4 + r * 4 + j % 4]) * xr[b].qs[j];
                     sum[r] += d[r] * (xr[b].d * float(dot) - 128.0f * xr[b].dsum);
                 }
             }
-            for (std::int64_t r = 0; r < kPackRows && n0 + r < nEnd; ++r) y[i * yStride + n0 + r] = sum[r];
+            for (std::int64_t r = 0; r < kPackRows && n0 + r < nEnd; ++r)
+                y[i * yStride + n0 + r] = sum[r];
         }
     }
 }
@@ -44,7 +47,8 @@ std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k) 
     return (n + cpu::kPackRows - 1) / cpu::kPackRows * (k / cpu::kQK) * cpu::kPackedQ8_0BlockBytes;
 }
 
-void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k, void* packed) {
+void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k,
+                 void* packed) {
     (void)weightType;  // q8_0, the only packed type
     const std::int64_t blocks = k / cpu::kQK;
     const auto* rows = static_cast<const cpu::BlockQ8_0*>(w);
@@ -58,7 +62,8 @@ void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int6
                 const cpu::BlockQ8_0* block = real ? &rows[(n0 + r) * blocks + b] : nullptr;
                 d[r] = real ? fp16ToFp32(block->d) : 0.0f;
                 for (int j = 0; j < 32; ++j) {
-                    qs[(j / 4) * 32 + r * 4 + j % 4] = std::uint8_t((real ? int(block->qs[j]) : 0) + 128);
+                    qs[(j / 4) * cpu::kPackRows * 4 + r * 4 + j % 4] =
+                        std::uint8_t((real ? int(block->qs[j]) : 0) + 128);
                 }
             }
             std::memcpy(out, d, sizeof d);
@@ -66,8 +71,9 @@ void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int6
     }
 }
 
-void matmulPacked(TensorType weightType, const void* packed, std::int64_t k, const void* prepared, std::int64_t m,
-                  float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+void matmulPacked(TensorType weightType, const void* packed, std::int64_t k, const void* prepared,
+                  std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+                  std::int64_t nEnd) {
     (void)weightType;
 #if defined(IRIS_KERNELS_X86)
     cpu::matmulPackedQ8_0Avx512(packed, k, prepared, m, y, yStride, nBegin, nEnd);

@@ -170,23 +170,27 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatmulVariant,
 // and its AVX-512 kernel, whatever the number of rows (padding) and the column range.
 TEST(MatmulPacked, Q8_0MatchesThePlainLayout) {
     const bool avx512 = highestSupportedIsa(cpuFeatures()) >= CpuIsa::Avx512;
-    for (std::int64_t n : {1, 8, 13, 24}) {
+    for (std::int64_t n : {1, 16, 21, 40}) {
         for (std::int64_t m : {1, 3, 6}) {
             const Problem p = makeProblem(TensorType::Q8_0, n, m, unsigned(n * 10 + m));
             std::vector<float> want(std::size_t(m * n), 0.0f);
-            cpu::matmulScalar(TensorType::Q8_0)(p.w.data(), p.k, p.prepared.data(), m, want.data(), n, 0, n);
-            const std::int64_t groups = (n + 7) / 8;
-            std::vector<std::byte> packed(std::size_t(groups * (p.k / 32) * cpu::kPackedQ8_0BlockBytes));
+            cpu::matmulScalar(TensorType::Q8_0)(p.w.data(), p.k, p.prepared.data(), m, want.data(),
+                                                n, 0, n);
+            const std::int64_t groups = (n + 15) / 16;
+            std::vector<std::byte> packed(
+                std::size_t(groups * (p.k / 32) * cpu::kPackedQ8_0BlockBytes));
             packWeights(TensorType::Q8_0, p.w.data(), n, p.k, packed.data());
             std::vector<cpu::MatmulFn> kernels = {cpu::matmulPackedQ8_0Scalar};
             if (avx512) kernels.push_back(cpu::matmulPackedQ8_0Avx512);
             for (cpu::MatmulFn kernel : kernels) {
                 std::vector<float> got(want.size(), NAN);
-                // Two calls: columns [0, 8) and [8, n), as two threads would split them.
-                kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0, std::min<std::int64_t>(8, n));
-                if (n > 8) kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 8, n);
+                // Two calls: columns [0, 16) and [16, n), as two threads would split them.
+                kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0,
+                       std::min<std::int64_t>(16, n));
+                if (n > 16) kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 16, n);
                 for (std::size_t i = 0; i < want.size(); ++i) {
-                    ASSERT_NEAR(double(got[i]), double(want[i]), 1e-5 * (std::fabs(double(want[i])) + 1.0))
+                    ASSERT_NEAR(double(got[i]), double(want[i]),
+                                1e-5 * (std::fabs(double(want[i])) + 1.0))
                         << "n=" << n << " m=" << m << " i=" << i;
                 }
             }

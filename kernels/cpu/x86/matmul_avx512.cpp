@@ -30,56 +30,73 @@ MatmulFn matmulAvx512(TensorType weightType) {
 namespace iris::kernels::cpu {
 namespace {
 
-// One group of 8 packed rows against R activation rows.
+// One group of 16 packed rows against R activation rows.
 template <int R>
-void packedGroupQ8_0(const std::uint8_t* group, std::int64_t blocks, const BlockQ8Act* const* x, __m256* acc) {
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+void packedGroupQ8_0(const std::uint8_t* group, std::int64_t blocks, const BlockQ8Act* const* x,
+                     __m512* acc) {
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_setzero_ps();
     for (std::int64_t b = 0; b < blocks; ++b) {
         const std::uint8_t* block = group + b * kPackedQ8_0BlockBytes;
-        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(block));
-        const std::uint8_t* qs = block + 32;
-        __m256i dot[R];
-        for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
+        const __m512 d = _mm512_loadu_ps(block);
+        const std::uint8_t* qs = block + 64;
+        __m512i dot[R];
+        for (int r = 0; r < R; ++r)
+            dot[r] = _mm512_setzero_si512();
         for (int j = 0; j < 8; ++j) {
-            // Bytes 4j..4j+3 of all 8 rows against the same 4 activation bytes of each row of x.
-            const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+            // Bytes 4j..4j+3 of all 16 rows against the same 4 activation bytes of each row of x.
+            const __m512i w = _mm512_loadu_si512(qs + 64 * j);
             for (int r = 0; r < R; ++r) {
                 std::int32_t four;
                 std::memcpy(&four, x[r][b].qs + 4 * j, 4);
-                dot[r] = _mm256_dpbusd_epi32(dot[r], w, _mm256_set1_epi32(four));
+                dot[r] = _mm512_dpbusd_epi32(dot[r], w, _mm512_set1_epi32(four));
             }
         }
         for (int r = 0; r < R; ++r) {
-            // d * (dx * sum((w + 128) x) - 128 * dx * sum(x)) for each of the 8 rows.
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d)), acc[r]);
-            acc[r] = _mm256_fnmadd_ps(d, _mm256_set1_ps(128.0f * x[r][b].dsum), acc[r]);
+            // d * (dx * sum((w + 128) x) - 128 * dx * sum(x)) for each of the 16 rows.
+            // maskz conversion: the plain one expands to _mm512_undefined_ps, which GCC 12 warns
+            // about.
+            const __m512 sum = _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), dot[r]);
+            acc[r] = _mm512_fmadd_ps(sum, _mm512_mul_ps(d, _mm512_set1_ps(x[r][b].d)), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(d, _mm512_set1_ps(128.0f * x[r][b].dsum), acc[r]);
         }
     }
 }
 
 }  // namespace
 
-void matmulPackedQ8_0Avx512(const void* packed, std::int64_t k, const void* prepared, std::int64_t m, float* y,
-                            std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+void matmulPackedQ8_0Avx512(const void* packed, std::int64_t k, const void* prepared,
+                            std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+                            std::int64_t nEnd) {
     constexpr int kRows = 4;
     const std::int64_t blocks = k / kQK;
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
         const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kPackedQ8_0BlockBytes;
-        const auto lanes = __mmask8((1u << std::min<std::int64_t>(kPackRows, nEnd - n0)) - 1u);
+        const auto lanes = __mmask16((1u << std::min<std::int64_t>(kPackRows, nEnd - n0)) - 1u);
         for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
             const BlockQ8Act* rows[kRows];
             const int count = int(std::min<std::int64_t>(kRows, m - i0));
-            for (int r = 0; r < count; ++r) rows[r] = x + (i0 + r) * blocks;
-            __m256 acc[kRows];
+            for (int r = 0; r < count; ++r)
+                rows[r] = x + (i0 + r) * blocks;
+            __m512 acc[kRows];
             switch (count) {
-                case 4: packedGroupQ8_0<4>(group, blocks, rows, acc); break;
-                case 3: packedGroupQ8_0<3>(group, blocks, rows, acc); break;
-                case 2: packedGroupQ8_0<2>(group, blocks, rows, acc); break;
-                default: packedGroupQ8_0<1>(group, blocks, rows, acc); break;
+                case 4:
+                    packedGroupQ8_0<4>(group, blocks, rows, acc);
+                    break;
+                case 3:
+                    packedGroupQ8_0<3>(group, blocks, rows, acc);
+                    break;
+                case 2:
+                    packedGroupQ8_0<2>(group, blocks, rows, acc);
+                    break;
+                default:
+                    packedGroupQ8_0<1>(group, blocks, rows, acc);
+                    break;
             }
-            for (int r = 0; r < count; ++r) _mm256_mask_storeu_ps(y + (i0 + r) * yStride + n0, lanes, acc[r]);
+            for (int r = 0; r < count; ++r)
+                _mm512_mask_storeu_ps(y + (i0 + r) * yStride + n0, lanes, acc[r]);
         }
     }
 }

@@ -99,6 +99,8 @@ public:
     const Tokenizer& tokenizer() const { return *m_tokenizer; }
     const ChatTemplate& chatTemplate() const { return *m_chatTemplate; }
     const EngineOptions& options() const { return m_options; }
+    // The parts under the sessions, for tools that drive the model directly (iris bench). A
+    // sequence such a tool creates in the cache must be released before sessions need the room.
     ThreadPool& pool() { return *m_pool; }
     KvCache& cache() { return *m_cache; }
     Model& mutableModel() { return *m_model; }

@@ -162,9 +162,12 @@ void DecoderModel::linear(std::initializer_list<Projection> projections, const f
             const std::int64_t to = std::min(end - offset, w.out);
             offset += w.out;
             if (from >= to) continue;
-            kernels::matmul(w.type, w.data, w.in,
-                            prepared[std::size_t(kernels::activationFormat(w.type))], rows, p.y,
-                            w.out, from, to);
+            const std::byte* xq = prepared[std::size_t(kernels::activationFormat(w.type))];
+            if (w.packed != nullptr && from % 16 == 0) {  // packed groups of 16 rows
+                kernels::matmulPacked(w.type, w.packed, w.in, xq, rows, p.y, w.out, from, to);
+            } else {
+                kernels::matmul(w.type, w.data, w.in, xq, rows, p.y, w.out, from, to);
+            }
             if (w.bias == nullptr) continue;
             for (std::int64_t r = 0; r < rows; ++r) {
                 for (std::int64_t n = from; n < to; ++n)

@@ -163,7 +163,7 @@ void DecoderModel::linear(std::initializer_list<Projection> projections, const f
             offset += w.out;
             if (from >= to) continue;
             const std::byte* xq = prepared[std::size_t(kernels::activationFormat(w.type))];
-            if (w.packed != nullptr && from % 16 == 0) {  // packed groups of 16 rows
+            if (w.packed != nullptr && from % 16 == 0 && kernels::preferPacked(w.type, rows)) {
                 kernels::matmulPacked(w.type, w.packed, w.in, xq, rows, p.y, w.out, from, to);
             } else {
                 kernels::matmul(w.type, w.data, w.in, xq, rows, p.y, w.out, from, to);

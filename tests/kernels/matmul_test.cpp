@@ -166,32 +166,39 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatmulVariant,
                          ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const auto& param) { return std::string(cpuIsaName(param.param)); });
 
-// The packed q8_0 layout gives the products of the plain layout, for both its scalar reference
-// and its AVX-512 kernel, whatever the number of rows (padding) and the column range.
-TEST(MatmulPacked, Q8_0MatchesThePlainLayout) {
+// The packed layout gives the products of the plain layout, for both its scalar reference and
+// its AVX-512 kernel, whatever the number of rows (padding) and the column range.
+TEST(MatmulPacked, MatchesThePlainLayout) {
     const bool avx512 = highestSupportedIsa(cpuFeatures()) >= CpuIsa::Avx512;
-    for (std::int64_t n : {1, 16, 21, 40}) {
-        for (std::int64_t m : {1, 3, 6}) {
-            const Problem p = makeProblem(TensorType::Q8_0, n, m, unsigned(n * 10 + m));
-            std::vector<float> want(std::size_t(m * n), 0.0f);
-            cpu::matmulScalar(TensorType::Q8_0)(p.w.data(), p.k, p.prepared.data(), m, want.data(),
-                                                n, 0, n);
-            const std::int64_t groups = (n + 15) / 16;
-            std::vector<std::byte> packed(
-                std::size_t(groups * (p.k / 32) * cpu::kPackedQ8_0BlockBytes));
-            packWeights(TensorType::Q8_0, p.w.data(), n, p.k, packed.data());
-            std::vector<cpu::MatmulFn> kernels = {cpu::matmulPackedQ8_0Scalar};
-            if (avx512) kernels.push_back(cpu::matmulPackedQ8_0Avx512);
-            for (cpu::MatmulFn kernel : kernels) {
-                std::vector<float> got(want.size(), NAN);
-                // Two calls: columns [0, 16) and [16, n), as two threads would split them.
-                kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0,
-                       std::min<std::int64_t>(16, n));
-                if (n > 16) kernel(packed.data(), p.k, p.prepared.data(), m, got.data(), n, 16, n);
-                for (std::size_t i = 0; i < want.size(); ++i) {
-                    ASSERT_NEAR(double(got[i]), double(want[i]),
-                                1e-5 * (std::fabs(double(want[i])) + 1.0))
-                        << "n=" << n << " m=" << m << " i=" << i;
+    for (TensorType type : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0}) {
+        const float offset = type == TensorType::Q8_0   ? 128.0f
+                             : type == TensorType::Q5_0 ? 16.0f
+                                                        : 8.0f;
+        for (std::int64_t n : {1, 16, 21, 40}) {
+            for (std::int64_t m : {1, 3, 6}) {
+                const Problem p = makeProblem(type, n, m, unsigned(n * 10 + m));
+                std::vector<float> want(std::size_t(m * n), 0.0f);
+                cpu::matmulScalar(type)(p.w.data(), p.k, p.prepared.data(), m, want.data(), n, 0,
+                                        n);
+                const std::int64_t groups = (n + 15) / 16;
+                std::vector<std::byte> packed(
+                    std::size_t(groups * (p.k / 32) * cpu::kPackedBlockBytes));
+                packWeights(type, p.w.data(), n, p.k, packed.data());
+                std::vector<cpu::PackedMatmulFn> kernels = {cpu::matmulPackedScalar};
+                if (avx512) kernels.push_back(cpu::matmulPackedAvx512);
+                for (cpu::PackedMatmulFn kernel : kernels) {
+                    std::vector<float> got(want.size(), NAN);
+                    // Two calls: columns [0, 16) and [16, n), as two threads would split them.
+                    kernel(packed.data(), offset, p.k, p.prepared.data(), m, got.data(), n, 0,
+                           std::min<std::int64_t>(16, n));
+                    if (n > 16)
+                        kernel(packed.data(), offset, p.k, p.prepared.data(), m, got.data(), n, 16,
+                               n);
+                    for (std::size_t i = 0; i < want.size(); ++i) {
+                        ASSERT_NEAR(double(got[i]), double(want[i]),
+                                    1e-5 * (std::fabs(double(want[i])) + 1.0))
+                            << tensorTypeInfo(type).name << " n=" << n << " m=" << m << " i=" << i;
+                    }
                 }
             }
         }

@@ -32,12 +32,12 @@ namespace {
 
 // One group of 16 packed rows against R activation rows.
 template <int R>
-void packedGroupQ8_0(const std::uint8_t* group, std::int64_t blocks, const BlockQ8Act* const* x,
-                     __m512* acc) {
+void packedGroup(const std::uint8_t* group, float offset, std::int64_t blocks,
+                 const BlockQ8Act* const* x, __m512* acc) {
     for (int r = 0; r < R; ++r)
         acc[r] = _mm512_setzero_ps();
     for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::uint8_t* block = group + b * kPackedQ8_0BlockBytes;
+        const std::uint8_t* block = group + b * kPackedBlockBytes;
         const __m512 d = _mm512_loadu_ps(block);
         const std::uint8_t* qs = block + 64;
         __m512i dot[R];
@@ -53,27 +53,27 @@ void packedGroupQ8_0(const std::uint8_t* group, std::int64_t blocks, const Block
             }
         }
         for (int r = 0; r < R; ++r) {
-            // d * (dx * sum((w + 128) x) - 128 * dx * sum(x)) for each of the 16 rows.
+            // d * (dx * sum(stored * x) - offset * dx * sum(x)) for each of the 16 rows.
             // maskz conversion: the plain one expands to _mm512_undefined_ps, which GCC 12 warns
             // about.
             const __m512 sum = _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), dot[r]);
             acc[r] = _mm512_fmadd_ps(sum, _mm512_mul_ps(d, _mm512_set1_ps(x[r][b].d)), acc[r]);
-            acc[r] = _mm512_fnmadd_ps(d, _mm512_set1_ps(128.0f * x[r][b].dsum), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(d, _mm512_set1_ps(offset * x[r][b].dsum), acc[r]);
         }
     }
 }
 
 }  // namespace
 
-void matmulPackedQ8_0Avx512(const void* packed, std::int64_t k, const void* prepared,
-                            std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
-                            std::int64_t nEnd) {
+void matmulPackedAvx512(const void* packed, float offset, std::int64_t k, const void* prepared,
+                        std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+                        std::int64_t nEnd) {
     constexpr int kRows = 4;
     const std::int64_t blocks = k / kQK;
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
-        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kPackedQ8_0BlockBytes;
+        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kPackedBlockBytes;
         const auto lanes = __mmask16((1u << std::min<std::int64_t>(kPackRows, nEnd - n0)) - 1u);
         for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
             const BlockQ8Act* rows[kRows];
@@ -83,16 +83,16 @@ void matmulPackedQ8_0Avx512(const void* packed, std::int64_t k, const void* prep
             __m512 acc[kRows];
             switch (count) {
                 case 4:
-                    packedGroupQ8_0<4>(group, blocks, rows, acc);
+                    packedGroup<4>(group, offset, blocks, rows, acc);
                     break;
                 case 3:
-                    packedGroupQ8_0<3>(group, blocks, rows, acc);
+                    packedGroup<3>(group, offset, blocks, rows, acc);
                     break;
                 case 2:
-                    packedGroupQ8_0<2>(group, blocks, rows, acc);
+                    packedGroup<2>(group, offset, blocks, rows, acc);
                     break;
                 default:
-                    packedGroupQ8_0<1>(group, blocks, rows, acc);
+                    packedGroup<1>(group, offset, blocks, rows, acc);
                     break;
             }
             for (int r = 0; r < count; ++r)

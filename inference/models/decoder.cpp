@@ -163,7 +163,9 @@ void DecoderModel::linear(std::initializer_list<Projection> projections, const f
             offset += w.out;
             if (from >= to) continue;
             const std::byte* xq = prepared[std::size_t(kernels::activationFormat(w.type))];
-            if (w.packed != nullptr && from % 16 == 0 && kernels::preferPacked(w.type, rows)) {
+            // Packed groups are 16 rows; a range that starts inside one (after a projection whose
+            // size is not a multiple of 16) takes the file's layout.
+            if (w.packed != nullptr && from % 16 == 0) {
                 kernels::matmulPacked(w.type, w.packed, w.in, xq, rows, p.y, w.out, from, to);
             } else {
                 kernels::matmul(w.type, w.data, w.in, xq, rows, p.y, w.out, from, to);

@@ -96,10 +96,6 @@ std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k) 
     return (n + cpu::kPackRows - 1) / cpu::kPackRows * (k / cpu::kQK) * cpu::kPackedBlockBytes;
 }
 
-bool preferPacked(TensorType weightType, std::int64_t rows) {
-    return weightType == TensorType::Q8_0 || rows > 1;
-}
-
 void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k,
                  void* packed) {
     const std::int64_t blocks = k / cpu::kQK;

@@ -5,7 +5,8 @@
 // after the longest prefix it shares with the previous turn.
 //
 // Not thread-safe: one thread drives an Engine and its sessions (the agent's worker thread);
-// the engine's own compute threads do the parallel work inside each call.
+// the engine's own compute threads do the parallel work inside each call. Sessions hold a
+// reference to their Engine and must be destroyed first.
 
 #include <cstdint>
 #include <filesystem>

@@ -1,5 +1,7 @@
 #include "app/gui/gui_main.h"
 
+#include <cstdio>
+
 #include <QApplication>
 #include <QIcon>
 
@@ -15,6 +17,16 @@ static void initIrisResources() {
 namespace iris::app {
 
 int runGui(int argc, char** argv) {
+    // Without any display Qt would abort with a plugin error; say what to do instead.
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        std::fputs(
+            "iris: no display (DISPLAY and WAYLAND_DISPLAY are not set). Run Iris in a desktop\n"
+            "session, under xvfb-run, or with QT_QPA_PLATFORM=offscreen; 'iris --help' lists the\n"
+            "subcommands that need no display.\n",
+            stderr);
+        return 1;
+    }
     QApplication application(argc, argv);
     initIrisResources();
     QApplication::setApplicationName(QStringLiteral("Iris"));

@@ -1,6 +1,7 @@
 // Packed weights (layout in kernels/matmul.h): packing q8_0, q5_0 and q4_0 rows into 16-row
 // groups of unsigned bytes, and the scalar reference of the product on that layout.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_blocks.h"
@@ -25,34 +26,28 @@ float packedOffset(TensorType type) {
     }
 }
 
-// Block b of a row as 32 unsigned values (stored = q + offset) and its scale.
+// Block b of a row as 32 unsigned values (w = d * (stored - offset)) and its scale.
+template <class Block>
+float unpackBlock(const void* row, std::int64_t b, std::uint8_t values[32]) {
+    const Block& block = static_cast<const Block*>(row)[b];
+    for (int j = 0; j < 32; ++j) {
+        if constexpr (std::is_same_v<Block, cpu::BlockQ8_0>) {
+            values[j] = std::uint8_t(block.qs[j] + 128);
+        } else {
+            values[j] = std::uint8_t(cpu::storedValue(block, j));
+        }
+    }
+    return fp16ToFp32(block.d);
+}
+
 float unpackBlock(TensorType type, const void* row, std::int64_t b, std::uint8_t values[32]) {
     switch (type) {
-        case TensorType::Q8_0: {
-            const auto& block = static_cast<const cpu::BlockQ8_0*>(row)[b];
-            for (int j = 0; j < 32; ++j)
-                values[j] = std::uint8_t(block.qs[j] + 128);
-            return fp16ToFp32(block.d);
-        }
-        case TensorType::Q5_0: {
-            const auto& block = static_cast<const cpu::BlockQ5_0*>(row)[b];
-            std::uint32_t high;
-            std::memcpy(&high, block.qh, 4);
-            for (int j = 0; j < 16; ++j) {
-                values[j] = std::uint8_t((block.qs[j] & 0xF) | (((high >> j) & 1u) << 4));
-                values[j + 16] =
-                    std::uint8_t((block.qs[j] >> 4) | (((high >> (j + 16)) & 1u) << 4));
-            }
-            return fp16ToFp32(block.d);
-        }
-        default: {  // Q4_0
-            const auto& block = static_cast<const cpu::BlockQ4_0*>(row)[b];
-            for (int j = 0; j < 16; ++j) {
-                values[j] = std::uint8_t(block.qs[j] & 0xF);
-                values[j + 16] = std::uint8_t(block.qs[j] >> 4);
-            }
-            return fp16ToFp32(block.d);
-        }
+        case TensorType::Q8_0:
+            return unpackBlock<cpu::BlockQ8_0>(row, b, values);
+        case TensorType::Q5_0:
+            return unpackBlock<cpu::BlockQ5_0>(row, b, values);
+        default:
+            return unpackBlock<cpu::BlockQ4_0>(row, b, values);
     }
 }
 

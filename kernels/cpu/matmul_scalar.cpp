@@ -68,22 +68,14 @@ float dotQ8_0(const void* w, const void* x, std::int64_t k) {
     return sum;
 }
 
-// Legacy 4/5-bit types: q unsigned, x = d * (q - offset) or x = d * q + m.
-int nibble(const std::uint8_t* qs, int j) {
-    return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
-}
-int fifthBit(const std::uint8_t* qh, int j) {
-    std::uint32_t bits;
-    std::memcpy(&bits, qh, 4);
-    return int((bits >> j) & 1u) << 4;
-}
+// Legacy 4/5-bit types: q unsigned (storedValue), x = d * (q - offset) or x = d * q + m.
 
 float dotQ4_0(const void* w, const void* x, std::int64_t k) {
     const auto* wb = static_cast<const BlockQ4_0*>(w);
     const auto* xb = static_cast<const BlockQ8Act*>(x);
     float sum = 0.0f;
     for (std::int64_t i = 0; i < k / kQK; ++i) {
-        const int s = blockDot(xb[i], [&](int j) { return nibble(wb[i].qs, j); });
+        const int s = blockDot(xb[i], [&](int j) { return storedValue(wb[i], j); });
         sum += fp16ToFp32(wb[i].d) * xb[i].d * float(s - 8 * blockSum(xb[i]));
     }
     return sum;
@@ -94,7 +86,7 @@ float dotQ4_1(const void* w, const void* x, std::int64_t k) {
     const auto* xb = static_cast<const BlockQ8Act*>(x);
     float sum = 0.0f;
     for (std::int64_t i = 0; i < k / kQK; ++i) {
-        const int s = blockDot(xb[i], [&](int j) { return nibble(wb[i].qs, j); });
+        const int s = blockDot(xb[i], [&](int j) { return storedValue(wb[i], j); });
         sum += xb[i].d *
                (fp16ToFp32(wb[i].d) * float(s) + fp16ToFp32(wb[i].m) * float(blockSum(xb[i])));
     }
@@ -106,8 +98,7 @@ float dotQ5_0(const void* w, const void* x, std::int64_t k) {
     const auto* xb = static_cast<const BlockQ8Act*>(x);
     float sum = 0.0f;
     for (std::int64_t i = 0; i < k / kQK; ++i) {
-        const int s =
-            blockDot(xb[i], [&](int j) { return nibble(wb[i].qs, j) | fifthBit(wb[i].qh, j); });
+        const int s = blockDot(xb[i], [&](int j) { return storedValue(wb[i], j); });
         sum += fp16ToFp32(wb[i].d) * xb[i].d * float(s - 16 * blockSum(xb[i]));
     }
     return sum;
@@ -118,8 +109,7 @@ float dotQ5_1(const void* w, const void* x, std::int64_t k) {
     const auto* xb = static_cast<const BlockQ8Act*>(x);
     float sum = 0.0f;
     for (std::int64_t i = 0; i < k / kQK; ++i) {
-        const int s =
-            blockDot(xb[i], [&](int j) { return nibble(wb[i].qs, j) | fifthBit(wb[i].qh, j); });
+        const int s = blockDot(xb[i], [&](int j) { return storedValue(wb[i], j); });
         sum += xb[i].d *
                (fp16ToFp32(wb[i].d) * float(s) + fp16ToFp32(wb[i].m) * float(blockSum(xb[i])));
     }

@@ -4,6 +4,7 @@
 // (GGUF only guarantees the tensor's start is aligned, and blocks are 18, 22, ... bytes).
 
 #include <cstdint>
+#include <cstring>
 
 namespace iris::kernels::cpu {
 
@@ -73,6 +74,20 @@ struct BlockQ8K {
     std::int8_t qs[256];
 };
 static_assert(sizeof(BlockQ8K) == 292);
+
+// The unsigned stored value of element j (0..31) of a legacy 4/5-bit block: a nibble of qs (low
+// nibbles are elements 0..15, high nibbles 16..31), plus bit j of qh as bit 4 for the q5 types.
+// The real value is d * (q - 8), d * (q - 16) or d * q + m depending on the type.
+template <class Block>
+static inline int storedValue(const Block& block, int j) {
+    int q = j < 16 ? (block.qs[j] & 0xF) : (block.qs[j - 16] >> 4);
+    if constexpr (requires { block.qh; }) {
+        std::uint32_t high;
+        std::memcpy(&high, block.qh, 4);
+        q |= int((high >> j) & 1u) << 4;
+    }
+    return q;
+}
 
 // Scale and minimum of sub-block s (0..7) of a Q4_K/Q5_K block: 6-bit fields packed in 12 bytes.
 static inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {

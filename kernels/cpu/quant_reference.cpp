@@ -20,54 +20,18 @@ const Block* blocksOf(const void* p) {
 
 // ---- dequantisation --------------------------------------------------------------------------
 
-void dequantizeQ4_0(const BlockQ4_0* b, float* y, std::int64_t blocks) {
+// Q4_0, Q4_1, Q5_0, Q5_1: x = d * (q - offset), or x = d * q + m for the types with a minimum.
+template <class Block, int kOffset>
+void dequantizeLegacy(const Block* b, float* y, std::int64_t blocks) {
     for (std::int64_t i = 0; i < blocks; ++i, y += kQK) {
         const float d = fp16ToFp32(b[i].d);
-        for (int j = 0; j < 16; ++j) {
-            y[j] = float((b[i].qs[j] & 0xF) - 8) * d;
-            y[j + 16] = float((b[i].qs[j] >> 4) - 8) * d;
-        }
-    }
-}
-
-void dequantizeQ4_1(const BlockQ4_1* b, float* y, std::int64_t blocks) {
-    for (std::int64_t i = 0; i < blocks; ++i, y += kQK) {
-        const float d = fp16ToFp32(b[i].d), m = fp16ToFp32(b[i].m);
-        for (int j = 0; j < 16; ++j) {
-            y[j] = float(b[i].qs[j] & 0xF) * d + m;
-            y[j + 16] = float(b[i].qs[j] >> 4) * d + m;
-        }
-    }
-}
-
-std::uint32_t highBits(const std::uint8_t qh[4]) {
-    std::uint32_t bits;
-    std::memcpy(&bits, qh, 4);
-    return bits;
-}
-
-void dequantizeQ5_0(const BlockQ5_0* b, float* y, std::int64_t blocks) {
-    for (std::int64_t i = 0; i < blocks; ++i, y += kQK) {
-        const float d = fp16ToFp32(b[i].d);
-        const std::uint32_t qh = highBits(b[i].qh);
-        for (int j = 0; j < 16; ++j) {
-            const int lo = int((b[i].qs[j] & 0xF) | (((qh >> j) & 1u) << 4));
-            const int hi = int((b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
-            y[j] = float(lo - 16) * d;
-            y[j + 16] = float(hi - 16) * d;
-        }
-    }
-}
-
-void dequantizeQ5_1(const BlockQ5_1* b, float* y, std::int64_t blocks) {
-    for (std::int64_t i = 0; i < blocks; ++i, y += kQK) {
-        const float d = fp16ToFp32(b[i].d), m = fp16ToFp32(b[i].m);
-        const std::uint32_t qh = highBits(b[i].qh);
-        for (int j = 0; j < 16; ++j) {
-            const unsigned lo = (b[i].qs[j] & 0xFu) | (((qh >> j) & 1u) << 4);
-            const unsigned hi = (b[i].qs[j] >> 4u) | (((qh >> (j + 16)) & 1u) << 4);
-            y[j] = float(lo) * d + m;
-            y[j + 16] = float(hi) * d + m;
+        if constexpr (requires { b[i].m; }) {
+            const float m = fp16ToFp32(b[i].m);
+            for (int j = 0; j < kQK; ++j)
+                y[j] = float(storedValue(b[i], j)) * d + m;
+        } else {
+            for (int j = 0; j < kQK; ++j)
+                y[j] = float(storedValue(b[i], j) - kOffset) * d;
         }
     }
 }
@@ -80,39 +44,21 @@ void dequantizeQ8_0(const BlockQ8_0* b, float* y, std::int64_t blocks) {
     }
 }
 
-void dequantizeQ4_K(const BlockQ4_K* b, float* y, std::int64_t blocks) {
+// Q4_K, Q5_K: sub-block s has x = d * sc[s] * q - dmin * m[s]; sub-blocks 2i, 2i+1 are the low
+// and high nibbles of qs[32i .. 32i+31], and bit s of qh[l] is the 5th bit of element l of s.
+template <class Block>
+void dequantizeQ45_K(const Block* b, float* y, std::int64_t blocks) {
     for (std::int64_t i = 0; i < blocks; ++i) {
         const float d = fp16ToFp32(b[i].d), dmin = fp16ToFp32(b[i].dmin);
-        const std::uint8_t* q = b[i].qs;
-        for (int s = 0; s < 8; s += 2, q += 32) {
-            int sc0, m0, sc1, m1;
-            scaleMinK4(s, b[i].scales, sc0, m0);
-            scaleMinK4(s + 1, b[i].scales, sc1, m1);
-            const float d0 = d * float(sc0), min0 = dmin * float(m0);
-            const float d1 = d * float(sc1), min1 = dmin * float(m1);
-            for (int l = 0; l < 32; ++l)
-                *y++ = d0 * float(q[l] & 0xF) - min0;
-            for (int l = 0; l < 32; ++l)
-                *y++ = d1 * float(q[l] >> 4) - min1;
-        }
-    }
-}
-
-void dequantizeQ5_K(const BlockQ5_K* b, float* y, std::int64_t blocks) {
-    for (std::int64_t i = 0; i < blocks; ++i) {
-        const float d = fp16ToFp32(b[i].d), dmin = fp16ToFp32(b[i].dmin);
-        const std::uint8_t* ql = b[i].qs;
-        for (int s = 0; s < 8; s += 2, ql += 32) {
-            int sc0, m0, sc1, m1;
-            scaleMinK4(s, b[i].scales, sc0, m0);
-            scaleMinK4(s + 1, b[i].scales, sc1, m1);
-            const float d0 = d * float(sc0), min0 = dmin * float(m0);
-            const float d1 = d * float(sc1), min1 = dmin * float(m1);
+        for (int s = 0; s < 8; ++s) {
+            int sc, mn;
+            scaleMinK4(s, b[i].scales, sc, mn);
+            const float scale = d * float(sc), min = dmin * float(mn);
+            const std::uint8_t* q = b[i].qs + 32 * (s / 2);
             for (int l = 0; l < 32; ++l) {
-                *y++ = d0 * float((ql[l] & 0xF) + (((b[i].qh[l] >> s) & 1) << 4)) - min0;
-            }
-            for (int l = 0; l < 32; ++l) {
-                *y++ = d1 * float((ql[l] >> 4) + (((b[i].qh[l] >> (s + 1)) & 1) << 4)) - min1;
+                int v = (q[l] >> (4 * (s % 2))) & 0xF;
+                if constexpr (requires { b[i].qh; }) v |= ((b[i].qh[l] >> s) & 1) << 4;
+                *y++ = scale * float(v) - min;
             }
         }
     }
@@ -367,19 +313,19 @@ void dequantizeRow(TensorType type, const void* src, float* dst, std::int64_t co
             return;
         }
         case TensorType::Q4_0:
-            return dequantizeQ4_0(blocksOf<BlockQ4_0>(src), dst, blocks);
+            return dequantizeLegacy<BlockQ4_0, 8>(blocksOf<BlockQ4_0>(src), dst, blocks);
         case TensorType::Q4_1:
-            return dequantizeQ4_1(blocksOf<BlockQ4_1>(src), dst, blocks);
+            return dequantizeLegacy<BlockQ4_1, 0>(blocksOf<BlockQ4_1>(src), dst, blocks);
         case TensorType::Q5_0:
-            return dequantizeQ5_0(blocksOf<BlockQ5_0>(src), dst, blocks);
+            return dequantizeLegacy<BlockQ5_0, 16>(blocksOf<BlockQ5_0>(src), dst, blocks);
         case TensorType::Q5_1:
-            return dequantizeQ5_1(blocksOf<BlockQ5_1>(src), dst, blocks);
+            return dequantizeLegacy<BlockQ5_1, 0>(blocksOf<BlockQ5_1>(src), dst, blocks);
         case TensorType::Q8_0:
             return dequantizeQ8_0(blocksOf<BlockQ8_0>(src), dst, blocks);
         case TensorType::Q4_K:
-            return dequantizeQ4_K(blocksOf<BlockQ4_K>(src), dst, blocks);
+            return dequantizeQ45_K(blocksOf<BlockQ4_K>(src), dst, blocks);
         case TensorType::Q5_K:
-            return dequantizeQ5_K(blocksOf<BlockQ5_K>(src), dst, blocks);
+            return dequantizeQ45_K(blocksOf<BlockQ5_K>(src), dst, blocks);
         case TensorType::Q6_K:
             return dequantizeQ6_K(blocksOf<BlockQ6_K>(src), dst, blocks);
         default:

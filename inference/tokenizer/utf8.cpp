@@ -73,16 +73,20 @@ void append(std::string& out, char32_t codePoint) {
 }
 
 bool isValid(std::string_view text) {
+    return !firstInvalid(text).has_value();
+}
+
+std::optional<std::size_t> firstInvalid(std::string_view text) {
     for (std::size_t pos = 0; pos < text.size();) {
         if (static_cast<unsigned char>(text[pos]) < 0x80) {
             ++pos;
             continue;
         }
         const Decoded decoded = decodeAt(text, pos);
-        if (!decoded.valid) return false;
+        if (!decoded.valid) return pos;
         pos += decoded.length;
     }
-    return true;
+    return std::nullopt;
 }
 
 std::string repair(std::string_view text) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,10 @@ Decoded decodeAt(std::string_view text, std::size_t pos);
 void append(std::string& out, char32_t codePoint);
 
 bool isValid(std::string_view text);
+
+// The byte offset where the first ill-formed or truncated sequence starts, or nullopt when `text`
+// is valid.
+std::optional<std::size_t> firstInvalid(std::string_view text);
 
 // `text` with each byte that does not start or continue a well-formed sequence replaced by U+FFFD.
 std::string repair(std::string_view text);

@@ -1,0 +1,186 @@
+#include "agent/clients/local_engine_client.h"
+
+#include <chrono>
+
+#include "agent/clients/openai_protocol.h"
+
+namespace iris::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// How many bytes at the end of `text` could still become the start of a stop string: they are
+// held back from the stream until the next token decides.
+std::size_t possibleStopStart(std::string_view text, const std::vector<std::string>& stops) {
+    std::size_t held = 0;
+    for (const std::string& stop : stops) {
+        for (std::size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); k > held;
+             --k) {
+            if (text.ends_with(std::string_view(stop).substr(0, k))) {
+                held = k;
+                break;
+            }
+        }
+    }
+    return held;
+}
+
+const char* finishReason(inference::StopReason reason) {
+    switch (reason) {
+        case inference::StopReason::EndOfGeneration:
+        case inference::StopReason::StopString:
+            return "stop";
+        case inference::StopReason::MaxTokens:
+        case inference::StopReason::ContextFull:
+            return "length";
+        case inference::StopReason::Cancelled:
+            return "cancelled";
+    }
+    return "stop";
+}
+
+}  // namespace
+
+Result<std::string> renderPrompt(const inference::ChatTemplate& chatTemplate,
+                                 const ChatRequest& request) {
+    std::vector<inference::ChatMessage> messages;
+    messages.reserve(request.messages.size());
+    for (const ChatMessage& message : request.messages) {
+        inference::ChatMessage out;
+        out.role = message.role;
+        for (const ContentPart& part : message.content)
+            out.content += part.isImage() ? std::string(inference::kImageMarker) : part.text;
+        for (const ToolCall& call : message.toolCalls)
+            out.toolCalls.push_back({call.name, call.arguments});
+        messages.push_back(std::move(out));
+    }
+    inference::ChatOptions options;
+    for (const ToolDefinition& tool : request.tools) {
+        Result<std::string> json = openAiToolJson(tool);
+        if (!json) return json.status();
+        options.toolsJson.push_back(std::move(*json));
+    }
+    return chatTemplate.render(messages, options);
+}
+
+LocalEngineClient::LocalEngineClient(std::unique_ptr<inference::Engine> engine,
+                                     std::unique_ptr<inference::Session> session, std::string name,
+                                     LocalEngineSettings settings)
+    : m_engine(std::move(engine)),
+      m_session(std::move(session)),
+      m_name(std::move(name)),
+      m_settings(settings) {}
+
+LocalEngineClient::~LocalEngineClient() {
+    m_session.reset();  // before the engine, whatever the member order
+}
+
+Result<std::unique_ptr<LocalEngineClient>> LocalEngineClient::open(
+    const std::filesystem::path& modelPath, const inference::EngineOptions& options,
+    LocalEngineSettings settings) {
+    Result<std::unique_ptr<inference::Engine>> engine = inference::Engine::load(modelPath, options);
+    if (!engine) return engine.status();
+    return create(std::move(*engine), modelPath.filename().string(), settings);
+}
+
+Result<std::unique_ptr<LocalEngineClient>> LocalEngineClient::create(
+    std::unique_ptr<inference::Engine> engine, std::string name, LocalEngineSettings settings) {
+    if (engine == nullptr) return Status::invalidArgument("no engine");
+    Result<std::unique_ptr<inference::Session>> session = engine->newSession();
+    if (!session) return session.status().withContext(name + ": ");
+    return std::unique_ptr<LocalEngineClient>(
+        new LocalEngineClient(std::move(engine), std::move(*session), std::move(name), settings));
+}
+
+std::string LocalEngineClient::describe() const {
+    return "local " + m_name;
+}
+
+void LocalEngineClient::cancel() {
+    m_cancelled = true;
+}
+
+Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
+                                                 const TextStream& onText) {
+    m_cancelled = false;
+    const Clock::time_point start = Clock::now();
+    for (const ChatMessage& message : request.messages) {
+        for (const ContentPart& part : message.content) {
+            if (part.isImage()) {
+                return Status::unsupported(
+                    m_name + ": this model has no vision tower loaded (pass --mmproj)");
+            }
+        }
+    }
+    Result<std::string> prompt = renderPrompt(m_engine->chatTemplate(), request);
+    if (!prompt) return prompt.status().withContext(m_name + ": ");
+    if (request.maxTokens <= 0)
+        return Status::invalidArgument("maxTokens must be positive, not " +
+                                       std::to_string(request.maxTokens));
+
+    inference::GenerateRequest generate;
+    // The template writes the special tokens as text; message text goes through it too, so a
+    // message that spells "<|im_end|>" is read as that token (as llama.cpp's server does).
+    generate.prompt = m_engine->tokenizer().encode(*prompt, /*parseSpecial=*/true);
+    generate.sampling = m_settings.sampling;
+    generate.sampling.temperature = float(request.temperature);
+    generate.sampling.topP = float(request.topP);
+    if (request.seed) generate.sampling.seed = *request.seed;
+    generate.maxTokens = request.maxTokens;
+    generate.stopStrings = request.stop;
+
+    std::string text;  // what the pieces add up to; a prefix of it has been streamed
+    std::size_t streamed = 0;
+    std::optional<Clock::time_point> firstText;
+    bool callerStopped = false;
+    auto deliver = [&](std::string_view delta) {
+        if (delta.empty()) return true;
+        if (!firstText) firstText = Clock::now();
+        return onText(delta);
+    };
+    generate.onToken = [&](std::int32_t, std::string_view piece) {
+        if (m_cancelled) return false;
+        if (!onText) return true;
+        text += piece;
+        const std::size_t ready = text.size() - possibleStopStart(text, request.stop);
+        if (ready > streamed) {
+            const std::string_view delta =
+                std::string_view(text).substr(streamed, ready - streamed);
+            streamed = ready;
+            if (!deliver(delta)) {
+                callerStopped = true;
+                return false;
+            }
+        }
+        return true;
+    };
+
+    Result<inference::GenerateResult> result = m_session->generate(generate);
+    if (!result) return result.status().withContext(m_name + ": ");
+    m_lastReused = result->reusedTokens;
+    if (result->stop == inference::StopReason::Cancelled) {
+        return Status::cancelled(
+            m_name + (callerStopped ? ": cancelled by the text callback" : ": cancelled"));
+    }
+    if (onText && result->text.size() > streamed &&
+        !deliver(std::string_view(result->text).substr(streamed))) {
+        return Status::cancelled(m_name + ": cancelled by the text callback");
+    }
+
+    ChatResponse response;
+    response.text = std::move(result->text);
+    response.finishReason = finishReason(result->stop);
+    response.model = m_name;
+    response.promptTokens = int(result->promptTokens);
+    response.completionTokens = int(result->tokens.size());
+    const Clock::time_point end = Clock::now();
+    response.latencyMs = millisecondsBetween(start, end);
+    if (firstText) response.timeToFirstTokenMs = millisecondsBetween(start, *firstText);
+    return response;
+}
+
+}  // namespace iris::agent

@@ -1,0 +1,34 @@
+#pragma once
+// ChatRequest and ChatResponse as JSON, for recordings. A request's images are written as
+// references ({"type": "image", "sha256": ..., "mime_type", "width", "height"}) and read back
+// through a lookup, so that a screenshot sent in many requests is stored once.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/clients/chat.h"
+#include "inference/status.h"
+
+namespace iris::agent {
+
+// The reference an image part becomes: {"type": "image", "sha256", "mime_type", "width",
+// "height"}.
+nlohmann::json imageReference(const EncodedImage& image);
+
+using ImageReferenceFn = std::function<nlohmann::json(const EncodedImage& image)>;
+using ImageLookupFn =
+    std::function<Result<std::shared_ptr<const EncodedImage>>(const std::string& sha256)>;
+
+// `reference` turns each image part into its JSON (imageReference, or that plus more fields).
+nlohmann::json chatRequestToJson(const ChatRequest& request,
+                                 const ImageReferenceFn& reference = imageReference);
+// `lookup` finds an image by the "sha256" of its reference. Errors name the field that is wrong
+// ("messages[1].content[0].sha256: ...").
+Result<ChatRequest> chatRequestFromJson(const nlohmann::json& json, const ImageLookupFn& lookup);
+
+nlohmann::json chatResponseToJson(const ChatResponse& response);
+Result<ChatResponse> chatResponseFromJson(const nlohmann::json& json);
+
+}  // namespace iris::agent

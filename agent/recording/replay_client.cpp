@@ -1,0 +1,35 @@
+#include "agent/recording/replay_client.h"
+
+namespace iris::agent {
+
+ReplayClient::ReplayClient(const SessionRecord& recording, int firstStep)
+    : m_session(recording.summary.id), m_firstStep(firstStep) {
+    for (const StepRecord& step : recording.steps) {
+        if (step.index >= firstStep && step.response) m_responses.push_back(*step.response);
+    }
+}
+
+Result<ChatResponse> ReplayClient::complete(const ChatRequest& /*request*/,
+                                            const TextStream& onText) {
+    if (m_next >= m_responses.size()) {
+        std::string message = "recording " + std::to_string(m_session) + " has only " +
+                              std::to_string(m_responses.size()) + " model calls";
+        if (m_firstStep > 0) message += " from step " + std::to_string(m_firstStep) + " on";
+        return Status::outOfRange(message + "; call " + std::to_string(m_next + 1) +
+                                  " has no answer");
+    }
+    const ChatResponse& response = m_responses[m_next];
+    if (onText && !response.text.empty() && !onText(response.text)) {
+        return Status::cancelled("replay of recording " + std::to_string(m_session) + " cancelled");
+    }
+    ++m_next;
+    return response;
+}
+
+std::string ReplayClient::describe() const {
+    std::string text = "replay " + std::to_string(m_session);
+    if (m_firstStep > 0) text += " from step " + std::to_string(m_firstStep);
+    return text;
+}
+
+}  // namespace iris::agent

@@ -1,0 +1,35 @@
+#pragma once
+// A ModelClient that answers with a recorded session's responses, in order: replays a session
+// without a model, or continues a fork from the step where it diverges.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/clients/model_client.h"
+#include "agent/recording/recording_types.h"
+
+namespace iris::agent {
+
+class ReplayClient final : public ModelClient {
+public:
+    // The responses of `recording`'s steps from `firstStep` on; steps whose model call failed
+    // have none and are skipped.
+    explicit ReplayClient(const SessionRecord& recording, int firstStep = 0);
+
+    // The next recorded response, whatever `request` is. Streams its text to `onText` in one
+    // piece; returning false there cancels. Past the end: OutOfRange.
+    Result<ChatResponse> complete(const ChatRequest& request,
+                                  const TextStream& onText = {}) override;
+    void cancel() override {}  // complete() never blocks
+    std::string describe() const override;
+
+    std::size_t remaining() const { return m_responses.size() - m_next; }
+
+private:
+    std::int64_t m_session = 0;
+    int m_firstStep = 0;
+    std::vector<ChatResponse> m_responses;
+    std::size_t m_next = 0;
+};
+
+}  // namespace iris::agent

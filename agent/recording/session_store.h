@@ -1,0 +1,92 @@
+#pragma once
+// Every session Iris runs, in one SQLite database (WAL mode): the session's description, and per
+// step one transaction holding the observation, the model call, the actions and their results,
+// file edits and timings. A crash loses at most the step being written. Screenshots are stored
+// once per content (SHA-256); requests refer to them. Every text passes through the Redactor.
+//
+// Not thread-safe: open one SessionStore per thread (SQLite serialises writers across them).
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "agent/recording/recording_types.h"
+#include "agent/recording/redactor.h"
+#include "inference/status.h"
+
+struct sqlite3;
+
+namespace iris::agent {
+
+struct SessionStoreOptions {
+    // How long a write waits for another process's transaction before failing as "locked".
+    std::chrono::milliseconds busyTimeout{5000};
+    Redactor redactor = Redactor::fromEnvironment();
+    // A cap on the database size in pages (SQLite's max_page_count): a quota, and how tests
+    // provoke "disk full".
+    std::optional<std::int64_t> maxPageCount;
+};
+
+class SessionStore {
+public:
+    // The schema version this code writes; older databases are migrated on open.
+    static constexpr int kSchemaVersion = 2;
+
+    // Opens or creates `dbFile` (and its parent folders). Errors name the file: not a database,
+    // damaged, newer than this code, locked by another process.
+    static Result<SessionStore> open(const std::filesystem::path& dbFile,
+                                     SessionStoreOptions options = {});
+
+    SessionStore(SessionStore&&) noexcept;
+    SessionStore& operator=(SessionStore&&) noexcept;
+    SessionStore(const SessionStore&) = delete;
+    SessionStore& operator=(const SessionStore&) = delete;
+    ~SessionStore();
+
+    const std::filesystem::path& path() const { return m_path; }
+
+    // A new session with status "running"; returns its id.
+    Result<std::int64_t> createSession(const SessionInfo& info);
+
+    // One transaction. Steps of a session are consecutive from 0; a session that has finished
+    // takes no more steps.
+    Status appendStep(std::int64_t session, const StepRecord& step);
+
+    Status addEvent(std::int64_t session, const SessionEvent& event);
+
+    // Sets the final status (not Running), the score when there is one, and the end time.
+    Status finishSession(std::int64_t session, SessionStatus status,
+                         std::optional<double> score = std::nullopt);
+
+    // Newest first.
+    Result<std::vector<SessionSummary>> listSessions();
+
+    Result<SessionRecord> loadSession(std::int64_t session);
+
+    // A new running session with the same description and copies of steps [0, uptoStep) of
+    // `session` (their screenshots are shared); the loop continues it from step uptoStep.
+    Result<std::int64_t> forkSession(std::int64_t session, int uptoStep);
+
+private:
+    struct Closer {
+        void operator()(sqlite3* db) const;
+    };
+
+    SessionStore(std::unique_ptr<sqlite3, Closer> db, std::filesystem::path path,
+                 SessionStoreOptions options);
+
+    Status migrate();
+    Status execute(const char* sql, std::string_view what);
+    void rollback();
+    Status error(int code, std::string_view what) const;
+    Status insertStep(std::int64_t session, const StepRecord& step);
+    Result<SessionSummary> readSummary(std::int64_t session);
+
+    std::unique_ptr<sqlite3, Closer> m_db;
+    std::filesystem::path m_path;
+    SessionStoreOptions m_options;
+};
+
+}  // namespace iris::agent

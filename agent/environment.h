@@ -32,6 +32,10 @@ public:
     // workspace's; an environment answers them with Unsupported.
     virtual ActionResult execute(const Action& action) = 0;
 
+    // Shows the current state of the files the page was loaded from, after the workspace edited
+    // them (browser: reload, bypassing the cache). Environments without such files do nothing.
+    virtual Status reload() { return Status::ok(); }
+
     // "browser", "desktop:0", "fake": for logs and recordings.
     virtual std::string describe() const = 0;
 };

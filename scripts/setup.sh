@@ -4,6 +4,7 @@
 # the test suite. Safe to run again: a second run installs nothing and rebuilds only what changed.
 #
 #   scripts/setup.sh run [IRIS ARGS...]   release build, then run build/release/app/iris ARGS
+#                                         (no ARGS: `iris demo`, Iris's main job, headless)
 #   scripts/setup.sh test                 dev build (Debug, -Werror), then the whole ctest suite
 #   scripts/setup.sh build [PRESET]       build only (dev, release or asan; default release)
 #   scripts/setup.sh deps                 install the Debian packages only
@@ -19,9 +20,10 @@ readonly PACKAGES=(
     qt6-base-dev qt6-webengine-dev qt6-svg-dev libgl-dev
     libopencv-dev libcurl4-openssl-dev libsqlite3-dev libicu-dev
     nlohmann-json3-dev libcpp-httplib-dev
-    libx11-dev libxtst-dev
+    libx11-dev libxtst-dev libxrandr-dev
     libgtest-dev libgmock-dev libbenchmark-dev
-    xvfb xauth desktop-file-utils appstream dpkg-dev file
+    xvfb xauth desktop-file-utils appstream dpkg-dev file diffutils patch
+    fonts-dejavu-core
     nodejs
 )
 
@@ -87,6 +89,7 @@ case "$command" in
     run)
         install_packages
         build release
+        if (($# == 0)); then set -- demo; fi
         log "starting build/release/app/iris $*"
         exec build/release/app/iris "$@"
         ;;

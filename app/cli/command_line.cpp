@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "app/cli/agent_commands.h"
 #include "app/cli/engine_commands.h"
 #include "app/cli/inspect_command.h"
 #include "app/gui/gui_main.h"
@@ -20,6 +21,14 @@ int runVersion(int /*argc*/, char** /*argv*/) {
 
 constexpr std::array kSubcommands = {
     Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", runGui},
+    Subcommand{"demo", "the visual-feedback loop on a bundled web project (no model needed)",
+               runDemo},
+    Subcommand{"run", "let a model carry out a task in a browser page or on the desktop", runRun},
+    Subcommand{"sessions", "list the recorded agent sessions", runSessions},
+    Subcommand{"replay", "re-run a recorded session and compare, or fork it from a step",
+               runReplay},
+    Subcommand{"export", "write a recorded session in OSWorld's result layout", runExport},
+    Subcommand{"render", "a deterministic screenshot of a web page", runRender},
     Subcommand{"generate", "continue a prompt with a GGUF model (streams the text)", runGenerate},
     Subcommand{"tokenize", "print the token ids of a text under a model's tokenizer", runTokenize},
     Subcommand{"bench", "measure prefill and decode speed against this machine's memory bandwidth",
@@ -55,7 +64,9 @@ std::string helpText() {
             "  -h, --help     show this help\n"
             "  -V, --version  same as the version subcommand\n\n"
             "Environment:\n"
-            "  IRIS_CPU_ISA   cap the CPU kernels at scalar, avx2 or avx512\n";
+            "  IRIS_CPU_ISA   cap the CPU kernels at scalar, avx2 or avx512\n"
+            "  IRIS_API_KEY   the key sent to --endpoint servers (never recorded or logged)\n"
+            "  IRIS_DATA_DIR  where the bundled demo lives (default: found next to iris)\n";
     return text.str();
 }
 

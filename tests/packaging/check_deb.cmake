@@ -21,7 +21,10 @@ foreach(path
         ./usr/bin/iris
         ./usr/share/applications/iris.desktop
         ./usr/share/icons/hicolor/scalable/apps/iris.svg
-        ./usr/share/metainfo/org.irisagent.Iris.metainfo.xml)
+        ./usr/share/metainfo/org.irisagent.Iris.metainfo.xml
+        ./usr/share/iris/demo/target.png
+        ./usr/share/iris/demo/demonstration.json
+        ./usr/share/iris/demo/project/style.css)
     string(FIND "${contents}" " ${path}\n" at)
     if(at EQUAL -1)
         message(FATAL_ERROR "${debs} lacks ${path}; it contains:\n${contents}")
@@ -41,5 +44,14 @@ execute_process(COMMAND "${WORK_DIR}/root/usr/bin/iris" --version
                 RESULT_VARIABLE rc OUTPUT_VARIABLE version ERROR_VARIABLE version)
 if(NOT rc EQUAL 0 OR NOT version MATCHES "^iris [0-9]+\\.[0-9]+\\.[0-9]+\n")
     message(FATAL_ERROR "the packaged iris --version failed (${rc}):\n${version}")
+endif()
+# The packaged binary finds its bundled demo (share/iris next to bin/) and runs it.
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=IRIS_DATA_DIR QT_QPA_PLATFORM=offscreen
+                        QTWEBENGINE_DISABLE_SANDBOX=1
+                        "${WORK_DIR}/root/usr/bin/iris" demo --db "${WORK_DIR}/sessions.db"
+                        --workdir "${WORK_DIR}/demo"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE demo ERROR_VARIABLE demo)
+if(NOT rc EQUAL 0 OR NOT demo MATCHES "done after 5 steps, score 1.0000")
+    message(FATAL_ERROR "the packaged iris demo failed (${rc}):\n${demo}")
 endif()
 message(STATUS "${debs} is complete:\n${fields}")

@@ -1,0 +1,354 @@
+#include "app/cli/agent_session.h"
+
+#include <cstdio>
+#include <ostream>
+
+#include "agent/env/browser/browser_environment.h"
+#include "agent/env/desktop/desktop_environment.h"
+#include "agent/recording/session_store.h"
+
+namespace iris::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The loop's Recorder on top of one session of the store.
+class SessionRecorder final : public agent::Recorder {
+public:
+    SessionRecorder(agent::SessionStore& store, std::int64_t session)
+        : m_store(store), m_session(session) {}
+    Status recordStep(const agent::StepRecord& step) override {
+        return m_store.appendStep(m_session, step);
+    }
+    Status recordEvent(const agent::SessionEvent& event) override {
+        return m_store.addEvent(m_session, event);
+    }
+
+private:
+    agent::SessionStore& m_store;
+    std::int64_t m_session;
+};
+
+agent::SessionStatus sessionStatusOfLoopEnd(agent::LoopEnd end) {
+    switch (end) {
+        case agent::LoopEnd::Done:
+            return agent::SessionStatus::Done;
+        case agent::LoopEnd::Failed:
+            return agent::SessionStatus::Failed;
+        case agent::LoopEnd::MaxSteps:
+            return agent::SessionStatus::MaxSteps;
+        case agent::LoopEnd::NoImprovement:
+            return agent::SessionStatus::NoImprovement;
+        case agent::LoopEnd::Stopped:
+            return agent::SessionStatus::Stopped;
+        case agent::LoopEnd::Error:
+            break;
+    }
+    return agent::SessionStatus::Error;
+}
+
+int exitCode(agent::LoopEnd end) {
+    switch (end) {
+        case agent::LoopEnd::Done:
+            return kExitDone;
+        case agent::LoopEnd::Failed:
+        case agent::LoopEnd::MaxSteps:
+        case agent::LoopEnd::NoImprovement:
+            return kExitNotDone;
+        case agent::LoopEnd::Stopped:
+        case agent::LoopEnd::Error:
+            break;
+    }
+    return kExitError;
+}
+
+std::string seconds(double milliseconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f s", milliseconds / 1000.0);
+    return text;
+}
+
+std::string projectUrl(const fs::path& folder) {
+    std::string url = "file://" + folder.string();
+    if (!url.ends_with('/')) url += '/';
+    return url;
+}
+
+}  // namespace
+
+void printStep(std::ostream& out, const agent::StepReport& report) {
+    out << "step " << report.index + 1 << ':';
+    if (report.actions.empty()) out << " (no action)";
+    for (const agent::Action& action : report.actions)
+        out << ' ' << agent::describe(action);
+    out << "  [model " << seconds(report.timings.modelMs) << ", act "
+        << seconds(report.timings.executeMs) << "]\n";
+    if (!report.verdict.empty()) out << "  " << report.verdict << '\n';
+    for (const std::string& problem : report.problems)
+        out << "  ! " << problem << '\n';
+    out.flush();
+}
+
+agent::SessionStatus sessionStatusOf(agent::LoopEnd end) {
+    return sessionStatusOfLoopEnd(end);
+}
+
+Result<std::pair<int, int>> parseSize(const std::string& text) {
+    int width = 0, height = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(text.c_str(), "%d%c%d%c", &width, &x, &height, &extra) != 3 || x != 'x' ||
+        width < 16 || height < 16 || width > 8192 || height > 8192) {
+        return Status::invalidArgument("'" + text + "' is not a size like 1280x800");
+    }
+    return std::pair{width, height};
+}
+
+Result<std::int64_t> parseSessionId(const std::string& text) {
+    std::size_t used = 0;
+    long long id = 0;
+    try {
+        id = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || id < 1)
+        return Status::invalidArgument("'" + text + "' is not a session id (see iris sessions)");
+    return std::int64_t(id);
+}
+
+Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
+    EnvironmentSpec spec;
+    if (text.starts_with("web:")) {
+        spec.kind = EnvironmentSpec::Kind::WebProject;
+        std::error_code error;
+        const fs::path folder = fs::canonical(text.substr(4), error);
+        if (error || !fs::is_directory(folder))
+            return Status::notFound("--env " + text + ": no such project folder");
+        spec.location = folder.string();
+    } else if (text.starts_with("url:")) {
+        spec.kind = EnvironmentSpec::Kind::Url;
+        spec.location = text.substr(4);
+        if (spec.location.empty()) return Status::invalidArgument("--env url: needs a URL");
+    } else if (text == "desktop") {
+        spec.kind = EnvironmentSpec::Kind::Desktop;
+    } else if (text == "desktop:private") {
+        spec.kind = EnvironmentSpec::Kind::PrivateDesktop;
+        spec.width = 1920;
+        spec.height = 1080;
+    } else {
+        return Status::invalidArgument("--env '" + text +
+                                       "': expected web:DIR, url:URL, desktop or desktop:private");
+    }
+    return spec;
+}
+
+namespace {
+
+constexpr std::size_t kMaxSnapshotBytes = 4u << 20;
+
+nlohmann::json frameToJson(const agent::CoordinateFrame& frame) {
+    switch (frame.kind) {
+        case agent::CoordinateFrame::Kind::ScreenshotPixels:
+            return "pixels";
+        case agent::CoordinateFrame::Kind::Relative1000:
+            return "relative1000";
+        case agent::CoordinateFrame::Kind::ResizedImage:
+            break;
+    }
+    return "resized:" + std::to_string(frame.width) + "x" + std::to_string(frame.height);
+}
+
+}  // namespace
+
+nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* workspace) {
+    nlohmann::json config = {
+        {"env", plan.environmentText},
+        {"viewport",
+         std::to_string(plan.environment.width) + "x" + std::to_string(plan.environment.height)},
+        {"coords", frameToJson(plan.loop.frame)},
+        {"max_steps", plan.loop.maxSteps},
+        {"screenshots_in_history", plan.loop.screenshotsInHistory},
+        {"sleep_after_execution_ms", plan.loop.pauseAfterActionsMs},
+        {"browser", plan.loop.browser},
+    };
+    if (plan.loop.goal) {
+        config["visual_goal"] = {{"good_enough", plan.loop.goal->goodEnough},
+                                 {"patience", plan.loop.goal->patience}};
+    }
+    if (workspace) {
+        // The project as it was before the agent touched it: replay starts from here.
+        nlohmann::json files = nlohmann::json::object();
+        std::size_t total = 0;
+        Result<std::vector<agent::ProjectFile>> listing = workspace->snapshot();
+        for (const agent::ProjectFile& file :
+             listing ? *listing : std::vector<agent::ProjectFile>{}) {
+            if (!file.text) continue;
+            Result<std::string> content = workspace->readFile(file.path);
+            if (!content || (total += content->size()) > kMaxSnapshotBytes) {
+                config["project_files_incomplete"] = true;
+                break;
+            }
+            files[file.path] = *content;
+        }
+        config["project_files"] = std::move(files);
+    }
+    return config;
+}
+
+Status restoreProjectFiles(const nlohmann::json& config, const fs::path& folder) {
+    const auto files = config.find("project_files");
+    if (files == config.end() || !files->is_object() ||
+        config.value("project_files_incomplete", false))
+        return Status::unsupported("the recording holds no complete copy of its web project");
+    Result<agent::Workspace> workspace = agent::Workspace::open(folder);
+    IRIS_RETURN_IF_ERROR(workspace.status());
+    for (const auto& [path, content] : files->items()) {
+        if (!content.is_string())
+            return Status::corrupt("project_files." + path + ": expected a string");
+        IRIS_RETURN_IF_ERROR(workspace->writeFile(path, content.get<std::string>()));
+    }
+    return Status::ok();
+}
+
+Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string instruction,
+                                   std::string_view actionFormat) {
+    SessionPlan plan;
+    plan.environmentText = config.value("env", "");
+    // A web project is rebuilt from the recorded files, wherever the original folder went.
+    Result<EnvironmentSpec> environment =
+        plan.environmentText.starts_with("web:")
+            ? Result<EnvironmentSpec>(EnvironmentSpec{EnvironmentSpec::Kind::WebProject,
+                                                      plan.environmentText.substr(4), 1280, 800})
+            : parseEnvironmentSpec(plan.environmentText);
+    if (!environment)
+        return Status::unsupported("the recording's environment '" + plan.environmentText +
+                                   "' cannot be rebuilt: " + environment.status().message());
+    plan.environment = *environment;
+    if (Result<std::pair<int, int>> size = parseSize(config.value("viewport", "")); size) {
+        plan.environment.width = size->first;
+        plan.environment.height = size->second;
+    }
+    Result<agent::ActionFormat> format = agent::actionFormatFromName(actionFormat);
+    IRIS_RETURN_IF_ERROR(format.status());
+    plan.loop.format = *format;
+    plan.loop.instruction = std::move(instruction);
+    const std::string coords = config.value("coords", "pixels");
+    if (coords == "relative1000") {
+        plan.loop.frame.kind = agent::CoordinateFrame::Kind::Relative1000;
+    } else if (coords.starts_with("resized:")) {
+        Result<std::pair<int, int>> size = parseSize(coords.substr(8));
+        IRIS_RETURN_IF_ERROR(size.status());
+        plan.loop.frame = {agent::CoordinateFrame::Kind::ResizedImage, size->first, size->second};
+    }
+    plan.loop.maxSteps = config.value("max_steps", 15);
+    plan.loop.screenshotsInHistory = config.value("screenshots_in_history", 3);
+    plan.loop.pauseAfterActionsMs = config.value("sleep_after_execution_ms", 0.0);
+    plan.loop.browser = config.value("browser", false);
+    return plan;
+}
+
+Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpec& spec) {
+    switch (spec.kind) {
+        case EnvironmentSpec::Kind::WebProject:
+        case EnvironmentSpec::Kind::Url: {
+            agent::BrowserOptions options;
+            options.startUrl = spec.location;
+            options.viewportWidth = spec.width;
+            options.viewportHeight = spec.height;
+            Result<std::unique_ptr<agent::BrowserEnvironment>> browser =
+                agent::BrowserEnvironment::create(options);
+            if (!browser) return browser.status();
+            return std::unique_ptr<agent::Environment>(std::move(*browser));
+        }
+        case EnvironmentSpec::Kind::Desktop:
+        case EnvironmentSpec::Kind::PrivateDesktop: {
+            agent::DesktopOptions options;
+            options.privateDisplay = spec.kind == EnvironmentSpec::Kind::PrivateDesktop;
+            options.width = spec.width;
+            options.height = spec.height;
+            Result<std::unique_ptr<agent::DesktopEnvironment>> desktop =
+                agent::DesktopEnvironment::create(options);
+            if (!desktop) return desktop.status();
+            return std::unique_ptr<agent::Environment>(std::move(*desktop));
+        }
+    }
+    return Status::internal("unknown environment kind");
+}
+
+Result<PreparedSession> prepareSession(const SessionPlan& plan) {
+    PreparedSession prepared;
+    Result<std::unique_ptr<agent::Environment>> environment = makeEnvironment(plan.environment);
+    IRIS_RETURN_IF_ERROR(environment.status());
+    prepared.environment = std::move(*environment);
+    if (Status reset = prepared.environment->reset(); !reset.isOk())
+        return reset.withContext(prepared.environment->describe() + ": ");
+
+    prepared.safety.desktop = plan.environment.kind == EnvironmentSpec::Kind::Desktop ||
+                              plan.environment.kind == EnvironmentSpec::Kind::PrivateDesktop;
+    prepared.safety.shellAllowed = plan.allowShell;
+    prepared.safety.secrets = agent::Redactor::fromEnvironment().secrets();
+    if (plan.environment.kind == EnvironmentSpec::Kind::WebProject) {
+        Result<agent::Workspace> workspace = agent::Workspace::open(plan.environment.location);
+        IRIS_RETURN_IF_ERROR(workspace.status());
+        prepared.workspace.emplace(std::move(*workspace));
+        prepared.safety.fileActionsAllowed = true;
+        prepared.safety.projectUrl = projectUrl(prepared.workspace->root());
+    }
+    return prepared;
+}
+
+int runAgentSession(const SessionPlan& plan, agent::ModelClient& client, std::ostream& out,
+                    std::ostream& err, InterruptWatcher* interrupts) {
+    Result<PreparedSession> prepared = prepareSession(plan);
+    if (!prepared) {
+        err << "iris: " << prepared.status().message() << '\n';
+        return kExitError;
+    }
+    agent::Environment& environment = *prepared->environment;
+    std::optional<agent::Workspace>& workspace = prepared->workspace;
+
+    Result<agent::SessionStore> store = agent::SessionStore::open(plan.database);
+    if (!store) {
+        err << "iris: " << store.status().message() << '\n';
+        return kExitError;
+    }
+    agent::SessionInfo info;
+    info.instruction = plan.loop.instruction;
+    info.environment = environment.describe();
+    info.model = plan.clientDescription.empty() ? client.describe() : plan.clientDescription;
+    info.actionFormat = std::string(agent::actionFormatName(plan.loop.format));
+    info.config = sessionConfig(plan, workspace ? &*workspace : nullptr);
+    Result<std::int64_t> session = store->createSession(info);
+    if (!session) {
+        err << "iris: " << session.status().message() << '\n';
+        return kExitError;
+    }
+    out << "session " << *session << " in " << plan.database.string() << '\n'
+        << "environment: " << info.environment << "\nmodel: " << info.model << '\n';
+    out.flush();
+
+    SessionRecorder recorder(*store, *session);
+    agent::AgentLoop loop(environment, client, agent::SafetyPolicy(prepared->safety),
+                          workspace ? &*workspace : nullptr, &recorder, plan.loop);
+    if (interrupts) interrupts->onInterrupt([&loop] { loop.requestStop(); });
+    const agent::LoopResult result =
+        loop.run([&](const agent::StepReport& r) { printStep(out, r); });
+    if (interrupts) interrupts->onInterrupt({});
+
+    if (Status finished = store->finishSession(*session, sessionStatusOf(result.end), result.score);
+        !finished.isOk()) {
+        err << "iris: " << finished.message() << '\n';
+    }
+    out << "session " << *session << ": " << agent::loopEndName(result.end) << " after "
+        << result.steps << (result.steps == 1 ? " step" : " steps");
+    if (result.score) {
+        char score[16];
+        std::snprintf(score, sizeof score, "%.4f", *result.score);
+        out << ", score " << score;
+    }
+    if (!result.message.empty()) out << " (" << result.message << ')';
+    out << '\n';
+    return exitCode(result.end);
+}
+
+}  // namespace iris::app

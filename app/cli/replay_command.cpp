@@ -1,0 +1,301 @@
+// iris replay SESSION [--db FILE]: runs a recorded session's actions again in a fresh
+//   environment and compares every step's screenshot with the recording.
+// iris replay SESSION --from-step N (--model F.gguf | --endpoint URL): forks it: replays steps
+//   before N, then a live model continues, recorded as a new session.
+#include <cstdio>
+#include <iostream>
+
+#include <opencv2/core.hpp>
+#include <stdlib.h>
+
+#include <QApplication>
+
+#include "agent/image_codec.h"
+#include "agent/prompt_builder.h"
+#include "agent/recording/replay_client.h"
+#include "agent/recording/session_store.h"
+#include "app/cli/agent_commands.h"
+#include "app/cli/agent_session.h"
+#include "app/cli/agent_setup.h"
+
+namespace iris::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<OptionSpec> replayOptions() {
+    std::vector<OptionSpec> options = {
+        {"from-step", "", true, "fork: replay the steps before N, then continue with a live model"},
+        {"max-steps", "", true, "fork: model calls at most, the replayed ones included"},
+        {"tolerance", "", true, "share of pixels that may differ before a step diverges (0)"},
+        {"project", "", true,
+         "web sessions: start from a copy of this folder, not the recorded files"},
+        {"help", "h", false, "show this help"},
+    };
+    for (const OptionSpec& spec : modelAndDatabaseOptions())
+        options.push_back(spec);
+    return options;
+}
+
+// How a replayed screenshot differs from the recorded one.
+struct Difference {
+    bool sameSize = true;
+    double changedShare = 0;  // of pixels with any channel differing
+    double meanAbsolute = 0;  // per channel, 0..255
+};
+
+Difference compare(const cv::Mat& replayed, const cv::Mat& recorded) {
+    Difference d;
+    if (replayed.size() != recorded.size() || replayed.type() != recorded.type()) {
+        d.sameSize = false;
+        d.changedShare = 1;
+        return d;
+    }
+    cv::Mat absolute;
+    cv::absdiff(replayed, recorded, absolute);
+    const cv::Scalar mean = cv::mean(absolute);
+    d.meanAbsolute = (mean[0] + mean[1] + mean[2]) / 3;
+    cv::Mat channelMax;
+    cv::transform(absolute, channelMax, cv::Matx13f(1, 1, 1));  // any channel non-zero
+    d.changedShare = double(cv::countNonZero(channelMax)) / double(absolute.total());
+    return d;
+}
+
+// Receives the replayed steps: compares each with the recording, and (when forking) writes the
+// steps from `firstNewStep` on into the forked session.
+class ReplayRecorder final : public agent::Recorder {
+public:
+    ReplayRecorder(const agent::SessionRecord& recording, double tolerance, std::ostream& out)
+        : m_recording(recording), m_tolerance(tolerance), m_out(out) {}
+
+    void forkInto(agent::SessionStore* store, std::int64_t session, int firstNewStep) {
+        m_store = store;
+        m_session = session;
+        m_firstNewStep = firstNewStep;
+    }
+
+    Status recordStep(const agent::StepRecord& step) override {
+        if (m_store && step.index >= m_firstNewStep) return m_store->appendStep(m_session, step);
+        if (step.index >= int(m_recording.steps.size()) || step.index >= m_firstNewStep)
+            return Status::ok();
+        ++m_compared;
+        Result<cv::Mat> replayed = agent::decodeImage(step.observationPng, "replayed screenshot");
+        Result<cv::Mat> recorded = agent::decodeImage(
+            m_recording.steps[std::size_t(step.index)].observationPng, "recorded screenshot");
+        IRIS_RETURN_IF_ERROR(replayed.status());
+        IRIS_RETURN_IF_ERROR(recorded.status());
+        const Difference d = compare(*replayed, *recorded);
+        char line[160];
+        if (!d.sameSize) {
+            std::snprintf(line, sizeof line, "step %d: size %dx%d, recorded %dx%d", step.index + 1,
+                          replayed->cols, replayed->rows, recorded->cols, recorded->rows);
+        } else {
+            std::snprintf(line, sizeof line,
+                          "step %d: %.3f%% of pixels differ (mean difference %.3f of 255)",
+                          step.index + 1, 100 * d.changedShare, d.meanAbsolute);
+        }
+        m_out << line << (d.changedShare > m_tolerance ? "  <- diverges" : "") << '\n';
+        if (d.changedShare > m_tolerance && !m_firstDivergence) {
+            m_firstDivergence = step.index;
+            m_divergence = line;
+        }
+        return Status::ok();
+    }
+    Status recordEvent(const agent::SessionEvent& event) override {
+        if (m_store && event.stepIndex.value_or(m_firstNewStep) >= m_firstNewStep)
+            return m_store->addEvent(m_session, event);
+        return Status::ok();
+    }
+
+    std::int64_t session() const { return m_session; }
+    int compared() const { return m_compared; }
+    const std::optional<int>& firstDivergence() const { return m_firstDivergence; }
+    const std::string& divergence() const { return m_divergence; }
+
+private:
+    const agent::SessionRecord& m_recording;
+    double m_tolerance;
+    std::ostream& m_out;
+    agent::SessionStore* m_store = nullptr;
+    std::int64_t m_session = 0;
+    int m_firstNewStep = 1 << 30;
+    int m_compared = 0;
+    std::optional<int> m_firstDivergence;
+    std::string m_divergence;
+};
+
+// The recorded answers for the first `count` calls, then the live model.
+class ForkClient final : public agent::ModelClient {
+public:
+    ForkClient(const agent::SessionRecord& recording, int count, agent::ModelClient& live)
+        : m_replay(recording), m_remaining(count), m_live(live) {}
+    Result<agent::ChatResponse> complete(const agent::ChatRequest& request,
+                                         const agent::TextStream& onText) override {
+        if (m_remaining > 0) {
+            --m_remaining;
+            return m_replay.complete(request, onText);
+        }
+        return m_live.complete(request, onText);
+    }
+    void cancel() override { m_live.cancel(); }
+    std::string describe() const override { return m_live.describe(); }
+
+private:
+    agent::ReplayClient m_replay;
+    int m_remaining;
+    agent::ModelClient& m_live;
+};
+
+// The visual goal's target mockup, as the recorded session sent it with its first request.
+std::optional<cv::Mat> recordedTarget(const agent::SessionRecord& recording) {
+    if (recording.steps.empty()) return std::nullopt;
+    bool next = false;
+    for (const agent::ChatMessage& message : recording.steps[0].request.messages) {
+        for (const agent::ContentPart& part : message.content) {
+            if (next && part.isImage()) {
+                Result<cv::Mat> image = agent::decodeImage(part.image->bytes, "target");
+                if (image) return *image;
+            }
+            next = !part.isImage() && part.text == agent::kTargetCaption;
+        }
+    }
+    return std::nullopt;
+}
+
+int fail(const std::string& message) {
+    std::cerr << "iris replay: " << message << '\n';
+    return kExitError;
+}
+
+}  // namespace
+
+int runReplay(int argc, char** argv) {
+    InterruptWatcher interrupts;  // before any thread exists
+    const std::vector<OptionSpec> specs = replayOptions();
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) {
+        std::cerr << "iris replay: " << args.status().message() << '\n';
+        return kExitUsage;
+    }
+    if (args->has("help")) {
+        std::cout
+            << "Usage: iris replay SESSION [--db FILE]\n"
+               "       iris replay SESSION --from-step N (--model F.gguf | --endpoint URL)\n\n"
+            << Arguments::usage(specs);
+        return 0;
+    }
+    if (args->positional().size() != 1) {
+        std::cerr << "iris replay: give one SESSION id (see iris sessions)\n";
+        return kExitUsage;
+    }
+    Result<std::int64_t> id = parseSessionId(args->positional()[0]);
+    const Result<std::int64_t> fromStep = args->integer("from-step", -1);
+    const Result<double> tolerance = args->number("tolerance", 0.0);
+    for (const Status& s : {id.status(), fromStep.status(), tolerance.status()}) {
+        if (!s.isOk()) {
+            std::cerr << "iris replay: " << s.message() << '\n';
+            return kExitUsage;
+        }
+    }
+    Result<std::unique_ptr<agent::ModelClient>> live = makeModelClient(*args);
+    if (!live) return fail(live.status().message());
+    const bool forking = *fromStep >= 0;
+    if (forking != bool(*live)) {
+        std::cerr << "iris replay: --from-step and --model/--endpoint go together\n";
+        return kExitUsage;
+    }
+
+    const fs::path database = sessionDatabasePath(*args);
+    Result<agent::SessionStore> store = agent::SessionStore::open(database);
+    if (!store) return fail(store.status().message());
+    Result<agent::SessionRecord> recording = store->loadSession(*id);
+    if (!recording) return fail(recording.status().message());
+    const int recordedSteps = int(recording->steps.size());
+    if (forking && *fromStep > recordedSteps) {
+        return fail("session " + std::to_string(*id) + " has only " +
+                    std::to_string(recordedSteps) + " steps");
+    }
+
+    Result<SessionPlan> plan = planFromConfig(recording->config, recording->summary.instruction,
+                                              recording->summary.actionFormat);
+    if (!plan) return fail(plan.status().message());
+    plan->database = database;
+    plan->loop.maxSteps =
+        forking ? int(args->integer("max-steps", plan->loop.maxSteps).value()) : recordedSteps;
+    if (const auto goal = recording->config.find("visual_goal"); goal != recording->config.end()) {
+        std::optional<cv::Mat> target = recordedTarget(*recording);
+        if (!target) return fail("the recording's target mockup is missing from its first request");
+        plan->loop.goal = agent::VisualGoal{*target, goal->value("good_enough", 0.99),
+                                            goal->value("patience", 3)};
+    }
+    if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
+        std::string pattern = (fs::temp_directory_path() / "iris-replay-XXXXXX").string();
+        if (!mkdtemp(pattern.data())) return fail("cannot create a folder in /tmp");
+        if (std::optional<std::string> project = args->value("project")) {
+            // Does the page as it is now still behave as recorded?
+            std::error_code error;
+            fs::copy(*project, pattern, fs::copy_options::recursive, error);
+            if (error) return fail("--project " + *project + ": " + error.message());
+        } else if (Status restored = restoreProjectFiles(recording->config, pattern);
+                   !restored.isOk()) {
+            return fail(restored.message());
+        }
+        plan->environment.location = pattern;
+        std::cout << "project restored to " << pattern << '\n';
+    }
+
+    std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
+    Result<PreparedSession> prepared = prepareSession(*plan);
+    if (!prepared) return fail(prepared.status().message());
+
+    ReplayRecorder recorder(*recording, *tolerance, std::cout);
+    agent::ReplayClient replay(*recording);
+    std::optional<ForkClient> fork;
+    agent::ModelClient* client = &replay;
+    if (forking) {
+        Result<std::int64_t> forked = store->forkSession(*id, int(*fromStep));
+        if (!forked) return fail(forked.status().message());
+        recorder.forkInto(&*store, *forked, int(*fromStep));
+        fork.emplace(*recording, int(*fromStep), **live);
+        client = &*fork;
+        std::cout << "session " << *forked << ": fork of session " << *id << " at step "
+                  << *fromStep + 1 << '\n';
+    }
+    agent::AgentLoop loop(*prepared->environment, *client, agent::SafetyPolicy(prepared->safety),
+                          prepared->workspace ? &*prepared->workspace : nullptr, &recorder,
+                          plan->loop);
+    interrupts.onInterrupt([&loop] { loop.requestStop(); });
+    const agent::LoopResult result = loop.run([&](const agent::StepReport& report) {
+        if (forking && report.index >= *fromStep) printStep(std::cout, report);
+    });
+    interrupts.onInterrupt({});
+
+    if (forking) {
+        // The forked session's status is the live continuation's.
+        if (Status finished =
+                store->finishSession(recorder.session(), sessionStatusOf(result.end), result.score);
+            !finished.isOk()) {
+            std::cerr << "iris replay: " << finished.message() << '\n';
+        }
+        std::cout << "fork: " << agent::loopEndName(result.end) << " after " << result.steps
+                  << " steps" << (result.message.empty() ? "" : " (" + result.message + ")")
+                  << '\n';
+        return result.end == agent::LoopEnd::Done ? kExitDone : kExitNotDone;
+    }
+    if (recorder.firstDivergence()) {
+        std::cout << "session " << *id << " diverges first at step "
+                  << *recorder.firstDivergence() + 1 << ": " << recorder.divergence() << '\n';
+        return kExitNotDone;
+    }
+    if (recorder.compared() < recordedSteps) {
+        std::cout << "replay ended after " << recorder.compared() << " of " << recordedSteps
+                  << " steps: " << agent::loopEndName(result.end) << " (" << result.message
+                  << ")\n";
+        return kExitNotDone;
+    }
+    std::cout << "session " << *id << ": all " << recordedSteps
+              << " steps replayed with identical screenshots\n";
+    return kExitDone;
+}
+
+}  // namespace iris::app

@@ -1,0 +1,196 @@
+// iris run --instruction TEXT | --task FILE.json  --env web:DIR|url:URL|desktop[:private]
+//          [--target IMAGE] (--model F.gguf | --endpoint URL) [--action-format F] [--max-steps N]
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include <QApplication>
+
+#include "agent/image_codec.h"
+#include "app/cli/agent_commands.h"
+#include "app/cli/agent_session.h"
+#include "app/cli/agent_setup.h"
+
+namespace iris::app {
+namespace {
+
+std::vector<OptionSpec> runOptions() {
+    std::vector<OptionSpec> options = {
+        {"instruction", "i", true, "what the agent should do"},
+        {"task", "", true, "an OSWorld-style task JSON file (its instruction, and its start URL)"},
+        {"env", "e", true,
+         "web:DIR, url:URL, desktop or desktop:private (default web:. with --target)"},
+        {"target", "", true, "a mockup image: visual-feedback mode (score, keep or revert edits)"},
+        {"action-format", "f", true, "tools, computer13, pyautogui or uitars (default tools)"},
+        {"coords", "", true, "the model's coordinates: pixels, relative1000 or resized:WxH"},
+        {"max-steps", "", true, "model calls at most (default 15)"},
+        {"history", "", true, "screenshots kept in the prompt (default 3)"},
+        {"viewport", "", true, "browser viewport or private display size (default 1280x800)"},
+        {"patience", "", true, "visual mode: edits without improvement before giving up (3)"},
+        {"good-enough", "", true, "visual mode: stop once the score reaches this (0.99)"},
+        {"pause-ms", "", true, "wait after each step's actions before looking (default 0)"},
+        {"allow-shell", "", false, "let the agent run shell commands (off by default)"},
+        {"help", "h", false, "show this help"},
+    };
+    for (const OptionSpec& spec : modelAndDatabaseOptions())
+        options.push_back(spec);
+    return options;
+}
+
+int usageError(const std::string& message) {
+    std::cerr << "iris run: " << message << "\nRun 'iris run --help' for the options.\n";
+    return kExitUsage;
+}
+
+// The instruction (and a start URL, when the task opens one) of an OSWorld task file.
+struct TaskFile {
+    std::string instruction;
+    std::string startUrl;
+};
+
+Result<TaskFile> readTaskFile(const std::string& path) {
+    std::ifstream file(path);
+    if (!file) return Status::notFound(path + ": cannot open the task file");
+    nlohmann::json json;
+    try {
+        json = nlohmann::json::parse(file);
+    } catch (const nlohmann::json::parse_error& e) {
+        return Status::corrupt(path + ": byte " + std::to_string(e.byte) + ": not JSON");
+    }
+    if (!json.is_object()) return Status::corrupt(path + ": a task is a JSON object");
+    const auto instruction = json.find("instruction");
+    if (instruction == json.end() || !instruction->is_string() ||
+        instruction->get<std::string>().empty()) {
+        return Status::corrupt(path + ": field 'instruction': expected a non-empty string");
+    }
+    TaskFile task{instruction->get<std::string>(), {}};
+    if (const auto config = json.find("config"); config != json.end() && config->is_array()) {
+        for (const nlohmann::json& step : *config) {
+            if (!step.is_object() || step.value("type", "") != "chrome_open_tabs") continue;
+            const nlohmann::json urls = step.value("parameters", nlohmann::json::object())
+                                            .value("urls_to_open", nlohmann::json::array());
+            if (!urls.empty() && urls[0].is_string()) task.startUrl = urls[0].get<std::string>();
+        }
+    }
+    return task;
+}
+
+Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text) {
+    agent::CoordinateFrame frame;
+    if (text == "pixels") return frame;
+    if (text == "relative1000") {
+        frame.kind = agent::CoordinateFrame::Kind::Relative1000;
+        return frame;
+    }
+    if (text.starts_with("resized:")) {
+        Result<std::pair<int, int>> size = parseSize(text.substr(8));
+        IRIS_RETURN_IF_ERROR(size.status());
+        frame.kind = agent::CoordinateFrame::Kind::ResizedImage;
+        frame.width = size->first;
+        frame.height = size->second;
+        return frame;
+    }
+    return Status::invalidArgument("--coords '" + text +
+                                   "': expected pixels, relative1000 or resized:WxH");
+}
+
+}  // namespace
+
+int runRun(int argc, char** argv) {
+    InterruptWatcher interrupts;  // before any thread exists
+    const std::vector<OptionSpec> specs = runOptions();
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usageError(args.status().message());
+    if (args->has("help")) {
+        std::cout << "Usage: iris run (--instruction TEXT | --task FILE.json) --env ENV "
+                     "(--model F.gguf | --endpoint URL) [options]\n\n"
+                  << Arguments::usage(specs)
+                  << "\nExit status: 0 done, 1 the agent gave up (fail, step limit, no "
+                     "improvement), 2 bad usage, 3 error or stopped.\n";
+        return 0;
+    }
+
+    SessionPlan plan;
+    std::string startUrl;
+    if (std::optional<std::string> task = args->value("task")) {
+        Result<TaskFile> file = readTaskFile(*task);
+        if (!file) {
+            std::cerr << "iris run: " << file.status().message() << '\n';
+            return kExitError;
+        }
+        plan.loop.instruction = file->instruction;
+        startUrl = file->startUrl;
+    }
+    if (std::optional<std::string> instruction = args->value("instruction"))
+        plan.loop.instruction = *instruction;
+    if (plan.loop.instruction.empty()) return usageError("give --instruction or --task");
+
+    std::string env = args->value("env").value_or("");
+    if (env.empty())
+        env = !startUrl.empty() ? "url:" + startUrl : (args->has("target") ? "web:." : "");
+    if (env.empty()) return usageError("give --env (web:DIR, url:URL, desktop, desktop:private)");
+    Result<EnvironmentSpec> environment = parseEnvironmentSpec(env);
+    if (!environment) return usageError(environment.status().message());
+    plan.environment = *environment;
+    plan.environmentText = plan.environment.kind == EnvironmentSpec::Kind::WebProject
+                               ? "web:" + plan.environment.location
+                               : env;
+    if (std::optional<std::string> viewport = args->value("viewport")) {
+        Result<std::pair<int, int>> size = parseSize(*viewport);
+        if (!size) return usageError("--viewport: " + size.status().message());
+        plan.environment.width = size->first;
+        plan.environment.height = size->second;
+    }
+
+    Result<agent::ActionFormat> format =
+        agent::actionFormatFromName(args->value("action-format").value_or("tools"));
+    if (!format) return usageError(format.status().message());
+    plan.loop.format = *format;
+    Result<agent::CoordinateFrame> frame =
+        parseCoordinateFrame(args->value("coords").value_or("pixels"));
+    if (!frame) return usageError(frame.status().message());
+    plan.loop.frame = *frame;
+
+    const Result<std::int64_t> maxSteps = args->integer("max-steps", 15);
+    const Result<std::int64_t> history = args->integer("history", 3);
+    const Result<std::int64_t> patience = args->integer("patience", 3);
+    const Result<double> goodEnough = args->number("good-enough", 0.99);
+    const Result<double> pause = args->number("pause-ms", 0);
+    for (const Status& s : {maxSteps.status(), history.status(), patience.status(),
+                            goodEnough.status(), pause.status()}) {
+        if (!s.isOk()) return usageError(s.message());
+    }
+    if (*maxSteps < 1 || *history < 1 || *patience < 1 || *pause < 0)
+        return usageError("--max-steps, --history and --patience must be >= 1, --pause-ms >= 0");
+    plan.loop.maxSteps = int(*maxSteps);
+    plan.loop.screenshotsInHistory = int(*history);
+    plan.loop.pauseAfterActionsMs = *pause;
+    plan.loop.browser = plan.environment.kind == EnvironmentSpec::Kind::WebProject ||
+                        plan.environment.kind == EnvironmentSpec::Kind::Url;
+    plan.allowShell = args->has("allow-shell");
+    plan.database = sessionDatabasePath(*args);
+
+    if (std::optional<std::string> target = args->value("target")) {
+        if (plan.environment.kind != EnvironmentSpec::Kind::WebProject)
+            return usageError("--target needs a web project (--env web:DIR)");
+        Result<cv::Mat> image = agent::readImageFile(*target);
+        if (!image) {
+            std::cerr << "iris run: " << image.status().message() << '\n';
+            return kExitError;
+        }
+        plan.loop.goal = agent::VisualGoal{*image, *goodEnough, int(*patience)};
+    }
+
+    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*args);
+    if (!client) {
+        std::cerr << "iris run: " << client.status().message() << '\n';
+        return kExitError;
+    }
+    if (!*client) return usageError("give --model F.gguf or --endpoint URL");
+
+    std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
+    return runAgentSession(plan, **client, std::cout, std::cerr, &interrupts);
+}
+
+}  // namespace iris::app

@@ -59,8 +59,31 @@ AgentLoop::AgentLoop(Environment& environment, ModelClient& client, SafetyPolicy
       m_options(std::move(options)) {}
 
 void AgentLoop::requestStop() {
-    m_stop.store(true);
+    {
+        std::lock_guard lock(m_pauseMutex);
+        m_stop.store(true);
+    }
+    m_pauseChanged.notify_all();
     m_client.cancel();
+}
+
+void AgentLoop::setPaused(bool paused) {
+    {
+        std::lock_guard lock(m_pauseMutex);
+        m_paused = paused;
+    }
+    m_pauseChanged.notify_all();
+}
+
+bool AgentLoop::paused() const {
+    std::lock_guard lock(m_pauseMutex);
+    return m_paused;
+}
+
+bool AgentLoop::waitWhilePaused() {
+    std::unique_lock lock(m_pauseMutex);
+    m_pauseChanged.wait(lock, [&] { return !m_paused || m_stop.load(); });
+    return !m_stop.load();
 }
 
 Result<AgentLoop::Render> AgentLoop::observe(StepTimings& timings) {
@@ -164,6 +187,17 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
     std::vector<StepMemory> history;
     StepTimings carriedTimings = firstTimings;  // the capture that opened this step
     for (int index = 0; index < m_options.maxSteps; ++index) {
+        if (paused()) {
+            if (!waitWhilePaused()) {
+                record({index, 0, "stop", "stopped on request while paused"});
+                return {LoopEnd::Stopped, index, "stopped on request", best};
+            }
+            // The person may have changed the page or the files: look again.
+            record({index, 0, "resume", "resumed after a pause"});
+            render = observe(carriedTimings);
+            if (!render)
+                return {LoopEnd::Error, index, "observe: " + render.status().message(), best};
+        }
         if (m_stop.load()) {
             record({index, 0, "stop", "stopped on request before step " + std::to_string(index)});
             return {LoopEnd::Stopped, index, "stopped on request", best};
@@ -189,7 +223,7 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
         step.request = buildChatRequest(prompt, history, current);
 
         start = Clock::now();
-        Result<ChatResponse> answer = m_client.complete(step.request);
+        Result<ChatResponse> answer = m_client.complete(step.request, m_onText);
         step.timings.modelMs = millisecondsSince(start);
         if (!answer) {
             const bool stopped = answer.status().code() == StatusCode::Cancelled || m_stop.load();
@@ -209,6 +243,8 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
         step.timings.parseMs = millisecondsSince(start);
         step.actions = parsed.actions;
         report.thought = parsed.thought;
+        report.answer = answer->text;
+        report.screenshot = *screenshot;
         report.actions = parsed.actions;
         std::string nextFeedback;
         for (const std::string& error : parsed.errors) {

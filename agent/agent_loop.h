@@ -8,8 +8,11 @@
 // The loop talks only to interfaces (Environment, ModelClient, Recorder, Workspace); it never
 // touches SQLite, HTTP or Qt. One loop runs on one thread; requestStop() may come from any.
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +64,8 @@ struct StepReport {
     std::vector<std::string> problems;  // parse errors, refusals, failed actions
     std::optional<double> score;
     std::string verdict;  // visual goal: whether this step's edits were kept or reverted, and why
+    std::string answer;   // the model's text
+    std::shared_ptr<const EncodedImage> screenshot;  // what the model saw
     StepTimings timings;
 };
 
@@ -79,7 +84,16 @@ public:
     // step starts.
     void requestStop();
 
+    // Thread-safe. While paused the loop finishes the step in flight and then waits before the
+    // next one (the person can take over the page or desktop meanwhile); resuming observes the
+    // screen afresh. A stop request ends a pause.
+    void setPaused(bool paused);
+    bool paused() const;
+
+    // Set before run(): asked for consent on the loop's thread; sees the model's answer as it
+    // streams in (on the loop's thread).
     void setConsentAsker(ConsentAsker asker) { m_askConsent = std::move(asker); }
+    void setTextStream(TextStream onText) { m_onText = std::move(onText); }
 
 private:
     struct Render {
@@ -97,8 +111,15 @@ private:
     Workspace* m_workspace;
     Recorder* m_recorder;
     LoopOptions m_options;
+    // Blocks while paused; false when a stop request came meanwhile.
+    bool waitWhilePaused();
+
     ConsentAsker m_askConsent;
+    TextStream m_onText;
     std::atomic<bool> m_stop{false};
+    mutable std::mutex m_pauseMutex;
+    std::condition_variable m_pauseChanged;
+    bool m_paused = false;
 };
 
 }  // namespace iris::agent

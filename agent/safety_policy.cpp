@@ -71,6 +71,8 @@ SafetyDecision SafetyPolicy::check(const Action& action) const {
         if (std::string why = dangerousUrl(navigate->url, m_options.projectUrl); !why.empty())
             return {Verdict::Refuse, why};
     }
+    if (m_options.confirmEveryAction && !endsEpisode(action))
+        return {Verdict::Ask, "every action is confirmed (settings)"};
     return {};
 }
 

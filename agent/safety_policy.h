@@ -20,6 +20,7 @@ struct SafetyOptions {
     bool fileActionsAllowed = false;   // a workspace is open (web-project sessions)
     bool shellAllowed = false;         // opt-in; no shell action exists yet, so nothing asks
     bool desktop = false;              // acting on a real desktop, not a private browser page
+    bool confirmEveryAction = false;   // ask the person before every action (a GUI setting)
     std::vector<std::string> secrets;  // values that must never be typed (API keys, passwords)
     std::string projectUrl;  // file:// URL of the web project; file: URLs below it stay allowed
 };

@@ -124,6 +124,56 @@ TEST(AgentLoop, AStopRequestHaltsTheStepInFlight) {
     EXPECT_FALSE(recorder.steps[0].modelError.empty());
 }
 
+TEST(AgentLoop, WaitsWhilePausedAndLooksAgainOnResume) {
+    FakeEnvironment environment;
+    ScriptedClient client({toolCall("click", R"({"x": 1, "y": 1})"), toolCall("done", "{}")});
+    AgentLoop loop(environment, client, SafetyPolicy({}), nullptr, nullptr, toolOptions());
+    loop.setPaused(true);
+    std::thread resumer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(80));
+        EXPECT_TRUE(client.requests.empty()) << "the loop asked the model while paused";
+        loop.setPaused(false);
+    });
+    const LoopResult result = loop.run();
+    resumer.join();
+    EXPECT_EQ(result.end, LoopEnd::Done);
+    EXPECT_EQ(environment.observations, 4);  // start, after resuming, after each of 2 steps
+}
+
+TEST(AgentLoop, AStopRequestEndsAPause) {
+    FakeEnvironment environment;
+    ScriptedClient client({toolCall("done", "{}")});
+    AgentLoop loop(environment, client, SafetyPolicy({}), nullptr, nullptr, toolOptions());
+    loop.setPaused(true);
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        loop.requestStop();
+    });
+    const LoopResult result = loop.run();
+    stopper.join();
+    EXPECT_EQ(result.end, LoopEnd::Stopped);
+    EXPECT_TRUE(client.requests.empty());
+}
+
+TEST(AgentLoop, AsksConsentForEveryActionWhenConfigured) {
+    FakeEnvironment environment;
+    ScriptedClient client(
+        {toolCall("click", R"({"x": 1, "y": 1})") + toolCall("click", R"({"x": 2, "y": 2})"),
+         toolCall("done", "{}")});
+    SafetyOptions safety;
+    safety.confirmEveryAction = true;
+    AgentLoop loop(environment, client, SafetyPolicy(safety), nullptr, nullptr, toolOptions());
+    int asked = 0;
+    loop.setConsentAsker([&](const Action& action, const std::string&) {
+        ++asked;
+        return std::get<Click>(action).at->x == 2;  // refuse the first, allow the second
+    });
+    EXPECT_EQ(loop.run().end, LoopEnd::Done);
+    EXPECT_EQ(asked, 2);
+    ASSERT_EQ(environment.executed.size(), 1u);
+    EXPECT_EQ(std::get<Click>(environment.executed[0]).at->x, 2);
+}
+
 TEST(AgentLoop, RefusesFileActionsWithoutAWorkspaceAndTypingSecrets) {
     FakeEnvironment environment;
     ScriptedClient client({toolCall("write_file", R"({"path": "a.txt", "content": "x"})") +

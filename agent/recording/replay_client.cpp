@@ -32,4 +32,15 @@ std::string ReplayClient::describe() const {
     return text;
 }
 
+ForkClient::ForkClient(const SessionRecord& recording, int count, std::unique_ptr<ModelClient> live)
+    : m_replay(recording), m_remaining(count), m_live(std::move(live)) {}
+
+Result<ChatResponse> ForkClient::complete(const ChatRequest& request, const TextStream& onText) {
+    if (m_remaining > 0) {
+        --m_remaining;
+        return m_replay.complete(request, onText);
+    }
+    return m_live->complete(request, onText);
+}
+
 }  // namespace iris::agent

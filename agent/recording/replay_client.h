@@ -2,6 +2,7 @@
 // A ModelClient that answers with a recorded session's responses, in order: replays a session
 // without a model, or continues a fork from the step where it diverges.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,22 @@ private:
     int m_firstStep = 0;
     std::vector<ChatResponse> m_responses;
     std::size_t m_next = 0;
+};
+
+// The recorded answers for the first `count` calls, then `live`: a session forked from a step.
+class ForkClient final : public ModelClient {
+public:
+    ForkClient(const SessionRecord& recording, int count, std::unique_ptr<ModelClient> live);
+
+    Result<ChatResponse> complete(const ChatRequest& request,
+                                  const TextStream& onText = {}) override;
+    void cancel() override { m_live->cancel(); }
+    std::string describe() const override { return m_live->describe(); }
+
+private:
+    ReplayClient m_replay;
+    int m_remaining;
+    std::unique_ptr<ModelClient> m_live;
 };
 
 }  // namespace iris::agent

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <system_error>
@@ -885,6 +886,71 @@ Result<std::int64_t> SessionStore::forkSession(std::int64_t session, int uptoSte
     }
     if (Status status = execute("COMMIT", what); !status.isOk()) return fail(status);
     return fork;
+}
+
+Status SessionStore::deleteSession(std::int64_t session) {
+    const std::string what = "deleting session " + std::to_string(session);
+    IRIS_RETURN_IF_ERROR(execute("BEGIN IMMEDIATE", what));
+    auto fail = [&](Status status) {
+        rollback();
+        return status;
+    };
+    // The images this session refers to: its observations and its requests' image parts (a
+    // target image, say, is referenced only from a request).
+    std::set<std::string> candidates;
+    {
+        Statement s(
+            m_db.get(),
+            "SELECT observation FROM steps WHERE session_id = ?1 AND observation IS NOT NULL"
+            " UNION SELECT j.value FROM steps, json_tree(steps.request) AS j"
+            " WHERE steps.session_id = ?1 AND j.key = 'sha256' AND j.type = 'text'");
+        s.bind(1, session);
+        int rc = SQLITE_ROW;
+        while ((rc = s.step()) == SQLITE_ROW)
+            candidates.insert(s.text(0));
+        if (rc != SQLITE_DONE) return fail(error(rc, what));
+    }
+    static constexpr std::array<const char*, 4> kDeletes = {
+        "UPDATE sessions SET forked_from = NULL, forked_at_step = NULL WHERE forked_from = ?1",
+        "DELETE FROM edits WHERE session_id = ?1",
+        "DELETE FROM events WHERE session_id = ?1",
+        "DELETE FROM steps WHERE session_id = ?1",
+    };
+    for (const char* sql : kDeletes) {
+        Statement s(m_db.get(), sql);
+        s.bind(1, session);
+        const int rc = s.step();
+        if (rc != SQLITE_DONE) return fail(error(rc, what));
+    }
+    {
+        Statement s(m_db.get(), "DELETE FROM sessions WHERE id = ?1");
+        s.bind(1, session);
+        const int rc = s.step();
+        if (rc != SQLITE_DONE) return fail(error(rc, what));
+        if (sqlite3_changes(m_db.get()) == 0) {
+            return fail(Status::notFound("session " + std::to_string(session) +
+                                         " does not exist in " + m_path.string()));
+        }
+    }
+    if (!candidates.empty()) {
+        // One pass over the remaining steps rather than one per candidate image.
+        Statement s(m_db.get(),
+                    "SELECT observation FROM steps WHERE observation IS NOT NULL"
+                    " UNION SELECT j.value FROM steps, json_tree(steps.request) AS j"
+                    " WHERE j.key = 'sha256' AND j.type = 'text'");
+        int rc = SQLITE_ROW;
+        while ((rc = s.step()) == SQLITE_ROW)
+            candidates.erase(s.text(0));
+        if (rc != SQLITE_DONE) return fail(error(rc, what));
+    }
+    for (const std::string& sha : candidates) {
+        Statement s(m_db.get(), "DELETE FROM images WHERE sha256 = ?1");
+        s.bind(1, sha);
+        const int rc = s.step();
+        if (rc != SQLITE_DONE) return fail(error(rc, what));
+    }
+    if (Status status = execute("COMMIT", what); !status.isOk()) return fail(status);
+    return Status::ok();
 }
 
 }  // namespace iris::agent

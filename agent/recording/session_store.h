@@ -69,6 +69,10 @@ public:
     // `session` (their screenshots are shared); the loop continues it from step uptoStep.
     Result<std::int64_t> forkSession(std::int64_t session, int uptoStep);
 
+    // One transaction: removes the session with its steps, edits and events, and the images no
+    // other step refers to. Sessions forked from it keep their copied steps and forget the link.
+    Status deleteSession(std::int64_t session);
+
 private:
     struct Closer {
         void operator()(sqlite3* db) const;

@@ -5,29 +5,13 @@
 
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
+#include "agent/recording/session_recorder.h"
 #include "agent/recording/session_store.h"
 
 namespace iris::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The loop's Recorder on top of one session of the store.
-class SessionRecorder final : public agent::Recorder {
-public:
-    SessionRecorder(agent::SessionStore& store, std::int64_t session)
-        : m_store(store), m_session(session) {}
-    Status recordStep(const agent::StepRecord& step) override {
-        return m_store.appendStep(m_session, step);
-    }
-    Status recordEvent(const agent::SessionEvent& event) override {
-        return m_store.addEvent(m_session, event);
-    }
-
-private:
-    agent::SessionStore& m_store;
-    std::int64_t m_session;
-};
 
 agent::SessionStatus sessionStatusOfLoopEnd(agent::LoopEnd end) {
     switch (end) {
@@ -327,7 +311,7 @@ int runAgentSession(const SessionPlan& plan, agent::ModelClient& client, std::os
         << "environment: " << info.environment << "\nmodel: " << info.model << '\n';
     out.flush();
 
-    SessionRecorder recorder(*store, *session);
+    agent::SessionRecorder recorder(*store, *session);
     agent::AgentLoop loop(environment, client, agent::SafetyPolicy(prepared->safety),
                           workspace ? &*workspace : nullptr, &recorder, plan.loop);
     if (interrupts) interrupts->onInterrupt([&loop] { loop.requestStop(); });

@@ -73,6 +73,10 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const Arguments& arg
 
 fs::path sessionDatabasePath(const Arguments& args) {
     if (std::optional<std::string> db = args.value("db")) return *db;
+    return defaultSessionDatabasePath();
+}
+
+fs::path defaultSessionDatabasePath() {
     if (const char* data = std::getenv("XDG_DATA_HOME"); data && *data)
         return fs::path(data) / "iris" / "sessions.db";
     if (const char* home = std::getenv("HOME"); home && *home)

@@ -22,8 +22,11 @@ std::vector<OptionSpec> modelAndDatabaseOptions();
 // (--endpoint), or none (nullptr) when neither is given.
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const Arguments& args);
 
-// --db, or $XDG_DATA_HOME/iris/sessions.db (~/.local/share/iris/sessions.db).
+// --db, or defaultSessionDatabasePath().
 std::filesystem::path sessionDatabasePath(const Arguments& args);
+
+// $XDG_DATA_HOME/iris/sessions.db (~/.local/share/iris/sessions.db); the GUI's default too.
+std::filesystem::path defaultSessionDatabasePath();
 
 // Iris's bundled data (demo project, target mockup, recorded demonstration): $IRIS_DATA_DIR, the
 // installed share/iris next to the executable, or the source tree's resources/.

@@ -124,28 +124,6 @@ private:
     std::string m_divergence;
 };
 
-// The recorded answers for the first `count` calls, then the live model.
-class ForkClient final : public agent::ModelClient {
-public:
-    ForkClient(const agent::SessionRecord& recording, int count, agent::ModelClient& live)
-        : m_replay(recording), m_remaining(count), m_live(live) {}
-    Result<agent::ChatResponse> complete(const agent::ChatRequest& request,
-                                         const agent::TextStream& onText) override {
-        if (m_remaining > 0) {
-            --m_remaining;
-            return m_replay.complete(request, onText);
-        }
-        return m_live.complete(request, onText);
-    }
-    void cancel() override { m_live.cancel(); }
-    std::string describe() const override { return m_live.describe(); }
-
-private:
-    agent::ReplayClient m_replay;
-    int m_remaining;
-    agent::ModelClient& m_live;
-};
-
 // The visual goal's target mockup, as the recorded session sent it with its first request.
 std::optional<cv::Mat> recordedTarget(const agent::SessionRecord& recording) {
     if (recording.steps.empty()) return std::nullopt;
@@ -250,13 +228,13 @@ int runReplay(int argc, char** argv) {
 
     ReplayRecorder recorder(*recording, *tolerance, std::cout);
     agent::ReplayClient replay(*recording);
-    std::optional<ForkClient> fork;
+    std::optional<agent::ForkClient> fork;
     agent::ModelClient* client = &replay;
     if (forking) {
         Result<std::int64_t> forked = store->forkSession(*id, int(*fromStep));
         if (!forked) return fail(forked.status().message());
         recorder.forkInto(&*store, *forked, int(*fromStep));
-        fork.emplace(*recording, int(*fromStep), **live);
+        fork.emplace(*recording, int(*fromStep), std::move(*live));
         client = &*fork;
         std::cout << "session " << *forked << ": fork of session " << *id << " at step "
                   << *fromStep + 1 << '\n';

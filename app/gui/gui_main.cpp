@@ -6,6 +6,7 @@
 #include <QIcon>
 
 #include "app/build_info.h"
+#include "app/cli/agent_setup.h"
 #include "app/gui/main_window.h"
 
 // rcc's initialiser sits in the static library iris_app; calling it keeps the linker from
@@ -27,7 +28,7 @@ int runGui(int argc, char** argv) {
             stderr);
         return 1;
     }
-    QApplication application(argc, argv);
+    const std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     initIrisResources();
     QApplication::setApplicationName(QStringLiteral("Iris"));
     QApplication::setApplicationVersion(QString::fromLatin1(kVersion));

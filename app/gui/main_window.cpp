@@ -1,42 +1,158 @@
 #include "app/gui/main_window.h"
 
+#include <thread>
+
+#include <stdlib.h>
+
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QInputDialog>
 #include <QKeySequence>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QPlainTextEdit>
-#include <QSplitter>
+#include <QPointer>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStackedWidget>
 #include <QStatusBar>
-#include <QVBoxLayout>
+#include <QToolBar>
 
+#include "agent/clients/local_engine_client.h"
+#include "agent/clients/openai_client.h"
+#include "agent/env/browser/browser_environment.h"
+#include "agent/image_codec.h"
+#include "agent/recording/replay_client.h"
+#include "agent/recording/session_store.h"
+#include "app/gui/agent_panel.h"
+#include "app/gui/agent_runner.h"
+#include "app/gui/session_library.h"
+#include "app/gui/session_viewer.h"
+#include "app/gui/settings_dialog.h"
 #include "app/version.h"
 #include "kernels/cpu_features.h"
 #include "kernels/cuda_info.h"
 
 namespace iris::app {
+namespace {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
-    setWindowTitle(QStringLiteral("Iris"));
-    setObjectName(QStringLiteral("mainWindow"));
-    createMenus();
-    createCentralArea();
-    createStatusBar();
-    resize(1280, 800);
+namespace fs = std::filesystem;
+
+AppSettings storedSettings() {
+    QSettings store;
+    return loadSettings(store);
 }
 
-MainWindow::~MainWindow() = default;
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : MainWindow(storedSettings(), parent) {}
+
+MainWindow::MainWindow(AppSettings settings, QWidget* parent)
+    : QMainWindow(parent), m_settings(std::move(settings)) {
+    setWindowTitle(QStringLiteral("Iris"));
+    setObjectName(QStringLiteral("mainWindow"));
+    m_runner = new AgentRunner(this);
+    createActions();
+    createMenus();
+    createCentralArea();
+    createDocks();
+    createStatusBar();
+    resize(1600, 960);
+
+    connect(m_runner, &AgentRunner::started, m_agentPanel, &AgentPanel::onStarted);
+    connect(m_runner, &AgentRunner::textStreamed, m_agentPanel, &AgentPanel::onText);
+    connect(m_runner, &AgentRunner::stepFinished, m_agentPanel, &AgentPanel::onStep);
+    connect(m_runner, &AgentRunner::stepFinished, this, &MainWindow::onStep);
+    connect(m_runner, &AgentRunner::finished, m_agentPanel, &AgentPanel::onFinished);
+    connect(m_runner, &AgentRunner::finished, this, &MainWindow::onFinished);
+    connect(m_runner, &AgentRunner::failed, m_agentPanel, &AgentPanel::onFailed);
+    connect(m_runner, &AgentRunner::failed, this, [this] { setRunning(false); });
+    connect(m_agentPanel, &AgentPanel::startRequested, this, &MainWindow::onStartRequested);
+    connect(m_agentPanel, &AgentPanel::stopRequested, m_runner, &AgentRunner::stop);
+    connect(m_agentPanel, &AgentPanel::pauseToggled, m_runner, &AgentRunner::setPaused);
+    m_runner->setConsentAsker([this](const QString& action, const QString& reason) {
+        if (!m_settings.confirmRiskyActions && !m_settings.confirmEveryAction) return true;
+        return m_agentPanel->askConsent(action, reason);
+    });
+}
+
+MainWindow::~MainWindow() {
+    // The page belongs to the runner's environment: take it out of the widget tree first.
+    releaseLiveView();
+    delete m_runner;
+    m_runner = nullptr;
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (m_runner && m_runner->isRunning()) m_runner->stop();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::createActions() {
+    m_startAction = new QAction(tr("&Start"), this);
+    m_startAction->setObjectName(QStringLiteral("startAction"));
+    m_startAction->setToolTip(tr("Start the agent on the instruction (Ctrl+Return in the panel)"));
+    connect(m_startAction, &QAction::triggered, this,
+            [this] { onStartRequested(m_agentPanel->instruction(), m_agentPanel->targetPath()); });
+    m_pauseAction = new QAction(tr("&Take Over"), this);
+    m_pauseAction->setObjectName(QStringLiteral("pauseAction"));
+    m_pauseAction->setCheckable(true);
+    m_pauseAction->setShortcut(QKeySequence(Qt::Key_F8));
+    m_pauseAction->setShortcutContext(Qt::ApplicationShortcut);
+    m_pauseAction->setToolTip(
+        tr("Pause the agent after this step and take over (F8); again to "
+           "give control back"));
+    connect(m_pauseAction, &QAction::toggled, m_runner, &AgentRunner::setPaused);
+    m_stopAction = new QAction(tr("St&op"), this);
+    m_stopAction->setObjectName(QStringLiteral("stopAction"));
+    m_stopAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Period));
+    m_stopAction->setShortcutContext(Qt::ApplicationShortcut);
+    m_stopAction->setToolTip(tr("Stop the agent within one step (Ctrl+. anywhere in Iris)"));
+    connect(m_stopAction, &QAction::triggered, m_runner, &AgentRunner::stop);
+    addAction(m_stopAction);
+    addAction(m_pauseAction);
+    setRunning(false);
+
+    QToolBar* toolbar = addToolBar(tr("Agent"));
+    toolbar->setObjectName(QStringLiteral("agentToolbar"));
+    toolbar->addAction(m_startAction);
+    toolbar->addAction(m_pauseAction);
+    toolbar->addAction(m_stopAction);
+}
 
 void MainWindow::createMenus() {
     QMenu* fileMenu = menuBar()->addMenu(tr("&File"));
+    QAction* openProject = fileMenu->addAction(tr("Open &Web Project..."));
+    openProject->setShortcut(QKeySequence::Open);
+    connect(openProject, &QAction::triggered, this, &MainWindow::onOpenProject);
+    QAction* openUrl = fileMenu->addAction(tr("Open &URL..."));
+    connect(openUrl, &QAction::triggered, this, &MainWindow::onOpenUrl);
+    QAction* desktop = fileMenu->addAction(tr("Use a Private &Desktop"));
+    connect(desktop, &QAction::triggered, this, [this] {
+        m_demo.reset();
+        m_environment = {EnvironmentSpec::Kind::PrivateDesktop, {}, 1920, 1080};
+        statusBar()->showMessage(tr("The next session acts on a private X display"));
+    });
+    QAction* demo = fileMenu->addAction(tr("Run the &Demo"));
+    connect(demo, &QAction::triggered, this, &MainWindow::runDemo);
+    fileMenu->addSeparator();
+    QAction* settings = fileMenu->addAction(tr("&Settings..."));
+    settings->setShortcut(QKeySequence::Preferences);
+    connect(settings, &QAction::triggered, this, &MainWindow::onSettings);
+    fileMenu->addSeparator();
     QAction* quit = fileMenu->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
     quit->setMenuRole(QAction::QuitRole);
     connect(quit, &QAction::triggered, this, &QWidget::close);
 
     QMenu* viewMenu = menuBar()->addMenu(tr("&View"));
+    QAction* live = viewMenu->addAction(tr("&Live View"));
+    connect(live, &QAction::triggered, this,
+            [this] { m_centre->setCurrentIndex(m_browserView ? 1 : 0); });
+    m_viewMenu = viewMenu;
     QAction* fullScreen = viewMenu->addAction(tr("&Full Screen"));
     fullScreen->setShortcut(QKeySequence::FullScreen);
     fullScreen->setCheckable(true);
@@ -57,7 +173,8 @@ void MainWindow::createMenus() {
 void MainWindow::createCentralArea() {
     m_liveView =
         new QLabel(tr("No session running.\n"
-                      "The agent's browser or desktop appears here while it works."));
+                      "The agent's browser page appears here while it works.\n"
+                      "File \u25b8 Run the Demo shows the visual-feedback loop."));
     m_liveView->setObjectName(QStringLiteral("liveView"));
     m_liveView->setAlignment(Qt::AlignCenter);
     m_liveView->setMinimumSize(640, 400);
@@ -65,33 +182,46 @@ void MainWindow::createCentralArea() {
     m_liveView->setAutoFillBackground(true);
     m_liveView->setBackgroundRole(QPalette::Base);
 
-    auto* sessionPanel = new QWidget;
-    sessionPanel->setObjectName(QStringLiteral("sessionPanel"));
-    auto* layout = new QVBoxLayout(sessionPanel);
-    auto* instructionLabel = new QLabel(tr("&Instruction"));
-    m_instruction = new QPlainTextEdit;
-    m_instruction->setObjectName(QStringLiteral("instruction"));
-    m_instruction->setPlaceholderText(
-        tr("Describe the goal, e.g. \u201cmake the page match the "
-           "mockup\u201d"));
-    m_instruction->setMaximumHeight(120);
-    instructionLabel->setBuddy(m_instruction);
-    auto* stepsLabel = new QLabel(tr("&Steps"));
-    m_steps = new QListWidget;
-    m_steps->setObjectName(QStringLiteral("steps"));
-    stepsLabel->setBuddy(m_steps);
-    layout->addWidget(instructionLabel);
-    layout->addWidget(m_instruction);
-    layout->addWidget(stepsLabel);
-    layout->addWidget(m_steps, 1);
+    // The page keeps its exact viewport size (one observation pixel = one CSS pixel), so it
+    // sits in a scroll area instead of being stretched by a layout.
+    auto* pageArea = new QScrollArea;
+    pageArea->setObjectName(QStringLiteral("pageArea"));
+    pageArea->setWidgetResizable(false);
+    pageArea->setAlignment(Qt::AlignCenter);
 
-    auto* splitter = new QSplitter(Qt::Horizontal);
-    splitter->addWidget(m_liveView);
-    splitter->addWidget(sessionPanel);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 1);
-    splitter->setSizes({900, 380});
-    setCentralWidget(splitter);
+    m_viewer = new SessionViewerWidget;
+    m_viewer->setObjectName(QStringLiteral("sessionViewer"));
+
+    m_centre = new QStackedWidget;
+    m_centre->addWidget(m_liveView);  // 0
+    m_centre->addWidget(pageArea);    // 1
+    m_centre->addWidget(m_viewer);    // 2
+    setCentralWidget(m_centre);
+}
+
+void MainWindow::createDocks() {
+    m_agentPanel = new AgentPanel;
+    m_agentPanel->setMaxSteps(m_settings.maxSteps);
+    auto* agentDock = new QDockWidget(tr("Agent"), this);
+    agentDock->setObjectName(QStringLiteral("agentDock"));
+    agentDock->setWidget(m_agentPanel);
+    addDockWidget(Qt::RightDockWidgetArea, agentDock);
+
+    m_library = new SessionLibraryWidget;
+    auto* libraryDock = new QDockWidget(tr("Session Library"), this);
+    libraryDock->setObjectName(QStringLiteral("libraryDock"));
+    libraryDock->setWidget(m_library);
+    addDockWidget(Qt::LeftDockWidgetArea, libraryDock);
+    (void)m_library->setDatabase(m_settings.databasePath.toStdString());  // shows its own error
+    connect(m_library, &SessionLibraryWidget::sessionActivated, this, &MainWindow::openSession);
+    connect(m_library, &SessionLibraryWidget::replayRequested, this,
+            [this](qint64 id) { replaySession(id, -1); });
+    connect(m_library, &SessionLibraryWidget::forkRequested, this, &MainWindow::replaySession);
+
+    resizeDocks({libraryDock, agentDock}, {300, 420}, Qt::Horizontal);
+    m_viewMenu->addSeparator();
+    m_viewMenu->addAction(agentDock->toggleViewAction());
+    m_viewMenu->addAction(libraryDock->toggleViewAction());
 }
 
 void MainWindow::createStatusBar() {
@@ -105,6 +235,9 @@ void MainWindow::createStatusBar() {
                        ? tr("CUDA: no device")
                        : tr("CUDA: %1").arg(QString::fromStdString(cuda.devices[0]));
     }
+    m_runStatus = new QLabel;
+    m_runStatus->setObjectName(QStringLiteral("runStatus"));
+    statusBar()->addPermanentWidget(m_runStatus);
     auto* engineLabel = new QLabel(cpuText + QStringLiteral("  \u00b7  ") + cudaText);
     engineLabel->setObjectName(QStringLiteral("engineStatus"));
     statusBar()->addPermanentWidget(engineLabel);
@@ -116,6 +249,259 @@ void MainWindow::onHelpAbout() {
                        tr("<h3>Iris</h3><p>A desktop computer-use agent with its own multimodal "
                           "inference engine.</p><pre>%1</pre>")
                            .arg(QString::fromStdString(versionText()).toHtmlEscaped()));
+}
+
+void MainWindow::onSettings() {
+    SettingsDialog dialog(m_settings, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    m_settings = dialog.settings();
+    QSettings store;
+    saveSettings(m_settings, store);
+    m_agentPanel->setMaxSteps(m_settings.maxSteps);
+    (void)m_library->setDatabase(m_settings.databasePath.toStdString());
+}
+
+void MainWindow::onOpenProject() {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Open Web Project"));
+    if (folder.isEmpty()) return;
+    m_demo.reset();
+    m_environment = {EnvironmentSpec::Kind::WebProject,
+                     fs::canonical(folder.toStdString()).string(), m_settings.viewport.width(),
+                     m_settings.viewport.height()};
+    statusBar()->showMessage(tr("The next session edits %1").arg(folder));
+}
+
+void MainWindow::onOpenUrl() {
+    bool ok = false;
+    const QString url = QInputDialog::getText(this, tr("Open URL"), tr("&Page address:"),
+                                              QLineEdit::Normal, QStringLiteral("https://"), &ok);
+    if (!ok || url.trimmed().isEmpty()) return;
+    m_demo.reset();
+    m_environment = {EnvironmentSpec::Kind::Url, url.trimmed().toStdString(),
+                     m_settings.viewport.width(), m_settings.viewport.height()};
+    statusBar()->showMessage(tr("The next session acts on %1").arg(url));
+}
+
+void MainWindow::runDemo() {
+    if (m_runner->isRunning()) return;
+    Result<DemoProject> demo = prepareDemoProject(std::nullopt);
+    if (!demo) return showError(tr("Demo"), QString::fromStdString(demo.status().message()));
+    m_demo = std::move(*demo);
+    m_agentPanel->setInstruction(QString::fromStdString(m_demo->instruction));
+    m_agentPanel->setTargetImage(QString::fromStdString(m_demo->targetPath.string()));
+    onStartRequested(m_agentPanel->instruction(), m_agentPanel->targetPath());
+}
+
+void MainWindow::onStartRequested(const QString& instruction, const QString& targetPath) {
+    if (m_runner->isRunning()) return;
+    if (instruction.trimmed().isEmpty())
+        return m_agentPanel->showError(tr("Write an instruction first."));
+
+    SessionPlan plan;
+    if (m_demo) {
+        plan = makeDemoPlan(*m_demo, m_settings.maxSteps);
+    } else if (m_environment.location.empty() &&
+               m_environment.kind != EnvironmentSpec::Kind::PrivateDesktop) {
+        return m_agentPanel->showError(
+            tr("Choose where the agent acts: File \u25b8 Open Web Project, Open URL, or Run the "
+               "Demo."));
+    } else {
+        plan.environment = m_environment;
+        plan.environmentText = m_environment.kind == EnvironmentSpec::Kind::WebProject
+                                   ? "web:" + m_environment.location
+                               : m_environment.kind == EnvironmentSpec::Kind::Url
+                                   ? "url:" + m_environment.location
+                                   : "desktop:private";
+        plan.loop.browser = m_environment.kind != EnvironmentSpec::Kind::PrivateDesktop;
+        plan.loop.maxSteps = m_settings.maxSteps;
+        Result<agent::ActionFormat> format =
+            agent::actionFormatFromName(m_settings.actionFormat.toStdString());
+        if (!format)
+            return showError(tr("Settings"), QString::fromStdString(format.status().message()));
+        plan.loop.format = *format;
+    }
+    plan.loop.instruction = instruction.trimmed().toStdString();
+    plan.loop.screenshotsInHistory = m_settings.screenshotsInHistory;
+    plan.database = m_settings.databasePath.toStdString();
+    if (!targetPath.isEmpty() && (!m_demo || targetPath.toStdString() != m_demo->targetPath)) {
+        if (plan.environment.kind != EnvironmentSpec::Kind::WebProject)
+            return m_agentPanel->showError(tr("A target image needs a web project."));
+        Result<cv::Mat> target = agent::readImageFile(targetPath.toStdString());
+        if (!target)
+            return m_agentPanel->showError(QString::fromStdString(target.status().message()));
+        plan.loop.goal = agent::VisualGoal{*target, 0.99, 3};
+    }
+
+    const bool endpoint = m_settings.backend == AppSettings::Backend::Endpoint;
+    if (endpoint) {
+        agent::OpenAiSettings openAi;
+        openAi.baseUrl = m_settings.endpointUrl.toStdString();
+        openAi.model = m_settings.endpointModelName.toStdString();
+        openAi.apiKeyEnv = m_settings.apiKeyEnv.toStdString();
+        return startSession(std::move(plan), std::make_unique<agent::OpenAiClient>(openAi));
+    }
+    if (m_settings.modelPath.isEmpty()) {
+        if (!m_demo) {
+            return m_agentPanel->showError(
+                tr("No model is configured: choose one in File \u25b8 Settings."));
+        }
+        plan.clientDescription = "demonstration " + m_demo->demonstrationPath.string();
+        statusBar()->showMessage(
+            tr("No model configured: replaying the demonstration (scripted "
+               "by the Iris developers, not model output)"));
+        return startSession(std::move(plan),
+                            std::make_unique<agent::ReplayClient>(m_demo->demonstration));
+    }
+    // Loading a model takes seconds: on a thread, then back here.
+    statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
+    m_startAction->setEnabled(false);
+    inference::EngineOptions options;
+    options.threads = m_settings.threads;
+    options.contextSize = m_settings.contextSize;
+    const std::string path = m_settings.modelPath.toStdString();
+    QPointer<MainWindow> self(this);
+    auto shared = std::make_shared<SessionPlan>(std::move(plan));
+    std::thread([self, shared, path, options] {
+        auto loaded = std::make_shared<Result<std::unique_ptr<agent::LocalEngineClient>>>(
+            agent::LocalEngineClient::open(path, options));
+        QMetaObject::invokeMethod(qApp, [self, shared, loaded] {
+            if (!self) return;
+            self->m_startAction->setEnabled(true);
+            if (!*loaded) {
+                return self->showError(tr("Model"),
+                                       QString::fromStdString(loaded->status().message()));
+            }
+            self->startSession(std::move(*shared), std::move(**loaded));
+        });
+    }).detach();
+}
+
+void MainWindow::replaySession(qint64 session, int fromStep) {
+    if (m_runner->isRunning()) return;
+    Result<agent::SessionStore> store =
+        agent::SessionStore::open(m_settings.databasePath.toStdString());
+    Result<agent::SessionRecord> recording =
+        store ? store->loadSession(session) : Result<agent::SessionRecord>(store.status());
+    if (!recording)
+        return showError(tr("Replay"), QString::fromStdString(recording.status().message()));
+    Result<SessionPlan> plan = planFromConfig(recording->config, recording->summary.instruction,
+                                              recording->summary.actionFormat);
+    if (!plan) return showError(tr("Replay"), QString::fromStdString(plan.status().message()));
+    plan->database = m_settings.databasePath.toStdString();
+    if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
+        std::string folder = (fs::temp_directory_path() / "iris-replay-XXXXXX").string();
+        if (!mkdtemp(folder.data()))
+            return showError(tr("Replay"), tr("cannot create a folder in /tmp"));
+        if (Status restored = restoreProjectFiles(recording->config, folder); !restored.isOk())
+            return showError(tr("Replay"), QString::fromStdString(restored.message()));
+        plan->environment.location = folder;
+        plan->environmentText = "web:" + folder;
+    }
+    m_demo.reset();
+    m_agentPanel->setInstruction(QString::fromStdString(recording->summary.instruction));
+    if (fromStep < 0) {
+        plan->loop.maxSteps = int(recording->steps.size());
+        plan->clientDescription = "replay of session " + std::to_string(session);
+        return startSession(std::move(*plan), std::make_unique<agent::ReplayClient>(*recording));
+    }
+    if (m_settings.backend != AppSettings::Backend::Endpoint) {
+        return showError(tr("Fork"), tr("Forking continues with a live model: configure an "
+                                        "endpoint in File \u25b8 Settings."));
+    }
+    agent::OpenAiSettings openAi;
+    openAi.baseUrl = m_settings.endpointUrl.toStdString();
+    openAi.model = m_settings.endpointModelName.toStdString();
+    openAi.apiKeyEnv = m_settings.apiKeyEnv.toStdString();
+    startSession(std::move(*plan),
+                 std::make_unique<agent::ForkClient>(
+                     *recording, fromStep, std::make_unique<agent::OpenAiClient>(openAi)));
+}
+
+void MainWindow::startSession(SessionPlan plan, std::unique_ptr<agent::ModelClient> client) {
+    releaseLiveView();
+    Result<PreparedSession> prepared = prepareSession(plan);
+    if (!prepared)
+        return showError(tr("Environment"), QString::fromStdString(prepared.status().message()));
+    prepared->safety.confirmEveryAction = m_settings.confirmEveryAction;
+    QWidget* view = nullptr;
+    if (auto* browser = dynamic_cast<agent::BrowserEnvironment*>(prepared->environment.get()))
+        view = browser->view();
+    RunRequest request = RunRequest::fromPlan(plan, std::move(*prepared), std::move(client));
+    m_steps = 0;
+    m_tokens = 0;
+    if (!m_runner->start(std::move(request)))
+        return showError(tr("Agent"), tr("A session is already running."));
+    if (view) showLiveView(view);
+    setRunning(true);
+    statusBar()->showMessage(tr("Agent running"));
+}
+
+void MainWindow::showLiveView(QWidget* view) {
+    auto* area = static_cast<QScrollArea*>(m_centre->widget(1));
+    view->setAttribute(Qt::WA_DontShowOnScreen, false);
+    area->setWidget(view);
+    view->show();
+    m_browserView = view;
+    m_centre->setCurrentIndex(1);
+}
+
+void MainWindow::releaseLiveView() {
+    if (!m_browserView) return;
+    auto* area = static_cast<QScrollArea*>(m_centre->widget(1));
+    area->takeWidget();
+    m_browserView->hide();
+    m_browserView->setParent(nullptr);
+    m_browserView->setAttribute(Qt::WA_DontShowOnScreen, true);
+    m_browserView = nullptr;
+    m_centre->setCurrentIndex(0);
+}
+
+void MainWindow::openSession(qint64 session) {
+    Result<agent::SessionStore> store =
+        agent::SessionStore::open(m_settings.databasePath.toStdString());
+    Result<agent::SessionRecord> recording =
+        store ? store->loadSession(session) : Result<agent::SessionRecord>(store.status());
+    if (!recording)
+        return showError(tr("Session"), QString::fromStdString(recording.status().message()));
+    m_viewer->setSession(std::move(*recording));
+    m_centre->setCurrentWidget(m_viewer);
+}
+
+void MainWindow::onStep(const StepView& step) {
+    ++m_steps;
+    m_tokens += step.promptTokens + step.completionTokens;
+    QString text = tr("steps %1/%2 \u00b7 last step %3 s")
+                       .arg(m_steps)
+                       .arg(m_settings.maxSteps)
+                       .arg(step.totalMs() / 1000.0, 0, 'f', 2);
+    if (step.tokensPerSecond > 0)
+        text += tr(" \u00b7 %1 tok/s").arg(step.tokensPerSecond, 0, 'f', 1);
+    if (m_tokens > 0) text += tr(" \u00b7 %1 tokens").arg(m_tokens);
+    m_runStatus->setText(text);
+}
+
+void MainWindow::onFinished(const RunOutcome& outcome) {
+    setRunning(false);
+    QString text = tr("Session %1: %2").arg(outcome.sessionId).arg(outcome.end);
+    if (outcome.score) text += tr(", score %1").arg(*outcome.score, 0, 'f', 4);
+    statusBar()->showMessage(text);
+    (void)m_library->refresh();
+}
+
+void MainWindow::setRunning(bool running) {
+    m_startAction->setEnabled(!running);
+    m_pauseAction->setEnabled(running);
+    m_stopAction->setEnabled(running);
+    if (!running && m_pauseAction->isChecked()) {
+        const QSignalBlocker blocker(m_pauseAction);
+        m_pauseAction->setChecked(false);
+    }
+    if (m_agentPanel) m_agentPanel->setRunning(running);
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    statusBar()->showMessage(message);
+    QMessageBox::warning(this, title, message);
 }
 
 }  // namespace iris::app

@@ -1,32 +1,98 @@
 #pragma once
+// The main window: the live view in the centre (the agent's browser page while it works, or a
+// recorded session being viewed), the agent panel (instruction, target, controls, steps) on the
+// right, the session library on the left, run statistics in the status bar. Lives on the GUI
+// thread; the agent runs on an AgentRunner's worker.
+#include <filesystem>
+#include <memory>
+#include <optional>
 
 #include <QMainWindow>
 
+#include "agent/clients/model_client.h"
+#include "app/cli/agent_session.h"
+#include "app/cli/demo_project.h"
+#include "app/gui/settings.h"
+
+class QAction;
+class QMenu;
 class QLabel;
-class QListWidget;
-class QPlainTextEdit;
+class QStackedWidget;
 
 namespace iris::app {
 
-// The main window: live view in the centre, the session panel (instruction, steps) beside it,
-// engine facts in the status bar. Lives on the GUI thread.
+class AgentPanel;
+class AgentRunner;
+class SessionLibraryWidget;
+class SessionViewerWidget;
+struct RunOutcome;
+struct StepView;
+
 class MainWindow final : public QMainWindow {
     Q_OBJECT
     Q_DISABLE_COPY_MOVE(MainWindow)
 
 public:
+    // Settings come from QSettings (the standard location) unless given.
     explicit MainWindow(QWidget* parent = nullptr);
+    explicit MainWindow(AppSettings settings, QWidget* parent = nullptr);
     ~MainWindow() override;
 
+    const AppSettings& settings() const { return m_settings; }
+    AgentPanel* agentPanel() const { return m_agentPanel; }
+    AgentRunner* runner() const { return m_runner; }
+    SessionLibraryWidget* library() const { return m_library; }
+
+    // Prepares the bundled demo (a fresh copy of the page, its mockup as the target) and runs it:
+    // with the configured model, or the scripted demonstration when none is configured.
+    void runDemo();
+    // Opens a recorded session of the library's database in the viewer.
+    void openSession(qint64 session);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
 private:
+    void createActions();
     void createMenus();
     void createCentralArea();
+    void createDocks();
     void createStatusBar();
     void onHelpAbout();
+    void onSettings();
+    void onOpenProject();
+    void onOpenUrl();
+    // Runs a recorded session again (fromStep < 0) or forks it: its first `fromStep` answers
+    // replayed, then the configured endpoint continues. A new session either way.
+    void replaySession(qint64 session, int fromStep);
 
-    QLabel* m_liveView = nullptr;
-    QPlainTextEdit* m_instruction = nullptr;
-    QListWidget* m_steps = nullptr;
+    // Starts a session on the current environment with `client`; takes over the live view.
+    void startSession(SessionPlan plan, std::unique_ptr<agent::ModelClient> client);
+    void onStartRequested(const QString& instruction, const QString& targetPath);
+    void onStep(const StepView& step);
+    void onFinished(const RunOutcome& outcome);
+    void setRunning(bool running);
+    void showLiveView(QWidget* view);
+    void releaseLiveView();
+    void showError(const QString& title, const QString& message);
+
+    AppSettings m_settings;
+    EnvironmentSpec m_environment;      // where the next session acts
+    std::optional<DemoProject> m_demo;  // when the next session is the demo
+    QStackedWidget* m_centre = nullptr;
+    QLabel* m_liveView = nullptr;      // shown when nothing runs
+    QWidget* m_browserView = nullptr;  // the running environment's page, not owned
+    SessionViewerWidget* m_viewer = nullptr;
+    AgentPanel* m_agentPanel = nullptr;
+    SessionLibraryWidget* m_library = nullptr;
+    AgentRunner* m_runner = nullptr;
+    QLabel* m_runStatus = nullptr;
+    QAction* m_startAction = nullptr;
+    QAction* m_pauseAction = nullptr;
+    QAction* m_stopAction = nullptr;
+    QMenu* m_viewMenu = nullptr;
+    int m_steps = 0;
+    long long m_tokens = 0;
 };
 
 }  // namespace iris::app

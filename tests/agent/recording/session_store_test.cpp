@@ -263,6 +263,67 @@ TEST(SessionStore, ForkCopiesTheStepsBeforeTheForkPoint) {
     EXPECT_EQ(RawDb(file).integer("SELECT count(*) FROM images"), 4);
 }
 
+TEST(SessionStore, DeleteRemovesTheSessionAndOnlyImagesNoOtherStepUses) {
+    const fs::path file = freshDir("delete") / "sessions.db";
+    SessionStore store = openStore(file);
+    const std::int64_t doomed = *store.createSession(sessionInfo());
+    // Step 0's request also shows a target image that is no step's observation.
+    StepRecord withTarget = makeStep(0);
+    withTarget.request.messages[1].content.push_back({"", asImage(screenshotPng(9))});
+    ASSERT_TRUE(store.appendStep(doomed, withTarget).isOk());
+    for (int i = 1; i < 4; ++i)
+        ASSERT_TRUE(store.appendStep(doomed, makeStep(i)).isOk());
+    ASSERT_TRUE(store.addEvent(doomed, {1, 0, "info", "hello"}).isOk());
+    ASSERT_TRUE(store.finishSession(doomed, SessionStatus::Done, 1.0).isOk());
+    // Another session showing screenshot 0 only, and a fork sharing screenshots 0..2.
+    const std::int64_t other = *store.createSession(sessionInfo());
+    ASSERT_TRUE(store.appendStep(other, makeStep(0)).isOk());
+    const std::int64_t fork = *store.forkSession(doomed, 3);
+    RawDb raw(file);
+    ASSERT_EQ(raw.integer("SELECT count(*) FROM images"), 5);
+    ASSERT_GT(
+        raw.integer("SELECT count(*) FROM edits WHERE session_id = " + std::to_string(doomed)), 0);
+
+    const Status status = store.deleteSession(doomed);
+    ASSERT_TRUE(status.isOk()) << status.message();
+
+    const std::string where = " WHERE session_id = " + std::to_string(doomed);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM steps" + where), 0);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM edits" + where), 0);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM events" + where), 0);
+    // Screenshot 3 was the deleted session's alone; the target lives on in the fork's request.
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM images"), 4);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM images WHERE sha256 = '" +
+                          sha256Hex(screenshotPng(3)) + "'"),
+              0);
+    EXPECT_EQ(store.loadSession(doomed).status().code(), StatusCode::NotFound);
+    auto sessions = store.listSessions();
+    ASSERT_TRUE(sessions);
+    ASSERT_EQ(sessions->size(), 2u);
+
+    auto forked = store.loadSession(fork);
+    ASSERT_TRUE(forked) << forked.status().message();
+    EXPECT_FALSE(forked->summary.forkedFrom.has_value());
+    ASSERT_EQ(forked->steps.size(), 3u);
+    expectStepsEqual(withTarget, forked->steps[0]);
+    for (int i = 1; i < 3; ++i)
+        expectStepsEqual(makeStep(i), forked->steps[std::size_t(i)]);
+    auto kept = store.loadSession(other);
+    ASSERT_TRUE(kept) << kept.status().message();
+    expectStepsEqual(makeStep(0), kept->steps[0]);
+
+    const Status again = store.deleteSession(doomed);
+    EXPECT_EQ(again.code(), StatusCode::NotFound);
+    EXPECT_NE(again.message().find(file.string()), std::string::npos) << again.message();
+
+    // With every session gone, so is every image, the request-only target included.
+    ASSERT_TRUE(store.deleteSession(fork).isOk());
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM images"), 1);
+    ASSERT_TRUE(store.deleteSession(other).isOk());
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM images"), 0);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM steps"), 0);
+}
+
 // Version 1, as released: written out here rather than taken from the code, so that a change
 // to the code's copy cannot go unnoticed.
 constexpr const char* kVersion1Schema = R"sql(

@@ -1,5 +1,7 @@
 #include "app/gui/main_window.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <QDir>
@@ -12,8 +14,14 @@
 #include <QStatusBar>
 #include <QTest>
 
+#include "agent/recording/session_store.h"
+#include "app/gui/agent_panel.h"
+#include "app/gui/agent_runner.h"
+
 namespace iris::app {
 namespace {
+
+namespace fs = std::filesystem;
 
 QStringList menuTitles(const QMenuBar* bar) {
     QStringList titles;
@@ -22,49 +30,106 @@ QStringList menuTitles(const QMenuBar* bar) {
     return titles;
 }
 
-TEST(MainWindow, HasMenuBarCentralAreaAndStatusBar) {
-    MainWindow window;
-    EXPECT_EQ(
-        menuTitles(window.menuBar()),
-        (QStringList{QStringLiteral("&File"), QStringLiteral("&View"), QStringLiteral("&Help")}));
-    ASSERT_NE(window.centralWidget(), nullptr);
-    EXPECT_NE(window.findChild<QLabel*>(QStringLiteral("liveView")), nullptr);
-    EXPECT_NE(window.findChild<QPlainTextEdit*>(QStringLiteral("instruction")), nullptr);
-    EXPECT_NE(window.findChild<QListWidget*>(QStringLiteral("steps")), nullptr);
-    const auto* engine = window.statusBar()->findChild<QLabel*>(QStringLiteral("engineStatus"));
-    ASSERT_NE(engine, nullptr);
-    EXPECT_TRUE(engine->text().contains(QStringLiteral("CPU kernels:")))
-        << engine->text().toStdString();
+// Settings that touch nothing of the user's: a database in a fresh folder, no model.
+AppSettings testSettings(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("iris_main_window_" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    AppSettings settings;
+    settings.databasePath = QString::fromStdString((dir / "sessions.db").string());
+    settings.maxSteps = 12;
+    return settings;
 }
 
-// Opens the window offscreen, grabs it and keeps the picture as a test artifact.
-TEST(MainWindow, OpensAndRendersOffscreen) {
-    MainWindow window;
-    window.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    const QImage image = window.grab().toImage();
+void saveArtifact(QWidget& widget, const QString& name) {
+    const QImage image = widget.grab().toImage();
     ASSERT_FALSE(image.isNull());
-    EXPECT_EQ(image.size(), window.size() * window.devicePixelRatio());
-
-    // A real rendering has text, frames and backgrounds: many distinct colours, not one fill.
     QSet<QRgb> colours;
     for (int y = 0; y < image.height(); y += 3) {
         for (int x = 0; x < image.width(); x += 3)
             colours.insert(image.pixel(x, y));
     }
     EXPECT_GT(colours.size(), 8) << "the grabbed window looks blank";
-
-    const QString path =
-        QDir(QStringLiteral(IRIS_TEST_ARTIFACTS)).filePath(QStringLiteral("main_window.png"));
+    const QString path = QDir(QStringLiteral(IRIS_TEST_ARTIFACTS)).filePath(name);
     EXPECT_TRUE(image.save(path)) << path.toStdString();
 }
 
-TEST(MainWindow, QuitClosesTheWindow) {
-    MainWindow window;
+TEST(MainWindow, HasMenusLiveViewAgentPanelLibraryAndStatusBar) {
+    MainWindow window(testSettings("layout"));
+    EXPECT_EQ(
+        menuTitles(window.menuBar()),
+        (QStringList{QStringLiteral("&File"), QStringLiteral("&View"), QStringLiteral("&Help")}));
+    EXPECT_NE(window.findChild<QLabel*>(QStringLiteral("liveView")), nullptr);
+    EXPECT_NE(window.findChild<QPlainTextEdit*>(QStringLiteral("instruction")), nullptr);
+    EXPECT_NE(window.findChild<QListWidget*>(QStringLiteral("timeline")), nullptr);
+    EXPECT_NE(window.findChild<QWidget*>(QStringLiteral("libraryDock")), nullptr);
+    const auto* engine = window.statusBar()->findChild<QLabel*>(QStringLiteral("engineStatus"));
+    ASSERT_NE(engine, nullptr);
+    EXPECT_TRUE(engine->text().contains(QStringLiteral("CPU kernels:")))
+        << engine->text().toStdString();
+}
+
+TEST(MainWindow, OpensAndRendersOffscreen) {
+    MainWindow window(testSettings("render"));
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    QAction* quit = window.menuBar()->actions().front()->menu()->actions().front();
-    ASSERT_EQ(quit->text(), QStringLiteral("&Quit"));
+    saveArtifact(window, QStringLiteral("main_window.png"));
+}
+
+// The demo with no model configured: the scripted demonstration drives the real browser on the
+// runner's worker; its steps appear in the panel as they happen and the session is recorded.
+TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
+    const AppSettings settings = testSettings("demo");
+    MainWindow window(settings);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.runDemo();
+    ASSERT_TRUE(window.runner()->isRunning()) << window.agentPanel()->errorText().toStdString();
+    QTRY_VERIFY_WITH_TIMEOUT(window.agentPanel()->stepCount() >= 2, 60000);
+    saveArtifact(window, QStringLiteral("main_window_running.png"));
+    QTRY_VERIFY_WITH_TIMEOUT(!window.runner()->isRunning(), 60000);
+    EXPECT_EQ(window.agentPanel()->stepCount(), 5);
+    EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("done")))
+        << window.statusBar()->currentMessage().toStdString();
+
+    Result<agent::SessionStore> store =
+        agent::SessionStore::open(settings.databasePath.toStdString());
+    ASSERT_TRUE(store) << store.status().message();
+    Result<std::vector<agent::SessionSummary>> sessions = store->listSessions();
+    ASSERT_TRUE(sessions);
+    ASSERT_EQ(sessions->size(), 1u);
+    EXPECT_EQ(sessions->front().status, agent::SessionStatus::Done);
+    EXPECT_EQ(sessions->front().stepCount, 5);
+
+    // The recorded session opens in the viewer.
+    window.openSession(sessions->front().id);
+    saveArtifact(window, QStringLiteral("main_window_session.png"));
+}
+
+TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
+    MainWindow window(testSettings("stop"));
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.runDemo();
+    ASSERT_TRUE(window.runner()->isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(window.agentPanel()->stepCount() >= 1, 60000);
+    const int before = window.agentPanel()->stepCount();
+    window.runner()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.runner()->isRunning(), 10000);
+    EXPECT_LE(window.agentPanel()->stepCount(), before + 1);
+    EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("stopped")))
+        << window.statusBar()->currentMessage().toStdString();
+}
+
+TEST(MainWindow, QuitClosesTheWindow) {
+    MainWindow window(testSettings("quit"));
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    QAction* quit = nullptr;
+    for (QAction* action : window.menuBar()->actions().front()->menu()->actions()) {
+        if (action->text() == QStringLiteral("&Quit")) quit = action;
+    }
+    ASSERT_NE(quit, nullptr);
     quit->trigger();
     EXPECT_FALSE(window.isVisible());
 }

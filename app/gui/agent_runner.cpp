@@ -66,6 +66,7 @@ StepView viewOf(const agent::StepReport& report, const agent::ChatResponse& resp
             reinterpret_cast<const char*>(bytes.data()), static_cast<qsizetype>(bytes.size())));
         if (!image.isNull()) {
             view.screenSize = image.size();
+            view.screenshot = image;
             view.thumbnail =
                 image.width() > AgentRunner::kThumbnailWidth
                     ? image.scaledToWidth(AgentRunner::kThumbnailWidth, Qt::SmoothTransformation)

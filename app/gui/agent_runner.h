@@ -58,8 +58,9 @@ struct StepView {
     QStringList problems;  // parse errors, refusals, failed actions
     std::optional<double> score;
     QString verdict;
-    QImage thumbnail;  // what the model saw, at most kThumbnailWidth wide; null when unknown
-    QSize screenSize;  // the full screenshot's size
+    QImage thumbnail;   // what the model saw, at most kThumbnailWidth wide; null when unknown
+    QImage screenshot;  // the same at full size (the live view of sessions without a page)
+    QSize screenSize;   // the full screenshot's size
     agent::StepTimings timings;
     int promptTokens = 0;  // 0 when the client does not report them
     int completionTokens = 0;

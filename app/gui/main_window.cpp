@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPixmap>
 #include <QPointer>
 #include <QScrollArea>
 #include <QSettings>
@@ -446,6 +447,7 @@ void MainWindow::showLiveView(QWidget* view) {
 }
 
 void MainWindow::releaseLiveView() {
+    m_liveView->setPixmap({});
     if (!m_browserView) return;
     auto* area = static_cast<QScrollArea*>(m_centre->widget(1));
     area->takeWidget();
@@ -468,6 +470,12 @@ void MainWindow::openSession(qint64 session) {
 }
 
 void MainWindow::onStep(const StepView& step) {
+    // A desktop session has no page to embed: show what the agent saw at each step.
+    if (!m_browserView && !step.screenshot.isNull()) {
+        m_liveView->setPixmap(QPixmap::fromImage(step.screenshot.scaled(
+            m_liveView->size(), Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        m_centre->setCurrentWidget(m_liveView);
+    }
     ++m_steps;
     m_tokens += step.promptTokens + step.completionTokens;
     QString text = tr("steps %1/%2 \u00b7 last step %3 s")

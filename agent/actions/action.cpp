@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/actions/parse_common.h"
+
 namespace iris::agent {
 namespace {
 
@@ -28,37 +30,16 @@ std::string formatPoint(const Point& p) {
     return formatNumber(p.x) + ", " + formatNumber(p.y);
 }
 
-// A quoted, escaped and (for logs and prompts) shortened string.
+// A quoted, escaped and (for logs and prompts) shortened string: snippet() keeps it printable
+// and valid UTF-8; quotes and backslashes are escaped first so the quotation stays unambiguous.
 std::string quoteText(std::string_view text, std::size_t maxBytes = 120) {
-    std::string out = "\"";
-    std::size_t n = 0;
+    std::string escaped;
+    escaped.reserve(text.size());
     for (const char c : text) {
-        if (n++ >= maxBytes) {
-            out += "...";
-            break;
-        }
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            default:
-                out += c;
-        }
+        if (c == '"' || c == '\\') escaped += '\\';
+        escaped += c;
     }
-    out += '"';
-    return out;
+    return '"' + detail::snippet(escaped, maxBytes) + '"';
 }
 
 std::string joinKeys(const std::vector<std::string>& keys) {

@@ -185,8 +185,10 @@ Result<std::optional<std::string>> Workspace::readExisting(const fs::path& absol
     }
     std::ifstream in(absolute, std::ios::binary);
     if (!in) return Status::ioError(quotedPath(relative) + ": cannot open for reading");
-    std::string content{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    std::string content(static_cast<std::size_t>(size), '\0');
+    in.read(content.data(), static_cast<std::streamsize>(size));
     if (in.bad()) return Status::ioError(quotedPath(relative) + ": read failed");
+    content.resize(static_cast<std::size_t>(in.gcount()));  // shorter if it shrank meanwhile
     return std::optional<std::string>(std::move(content));
 }
 

@@ -100,6 +100,20 @@ Result<std::int64_t> parseSessionId(const std::string& text) {
     return std::int64_t(id);
 }
 
+std::string environmentText(const EnvironmentSpec& spec) {
+    switch (spec.kind) {
+        case EnvironmentSpec::Kind::WebProject:
+            return "web:" + spec.location;
+        case EnvironmentSpec::Kind::Url:
+            return "url:" + spec.location;
+        case EnvironmentSpec::Kind::Desktop:
+            return "desktop";
+        case EnvironmentSpec::Kind::PrivateDesktop:
+            break;
+    }
+    return "desktop:private";
+}
+
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
     EnvironmentSpec spec;
     if (text.starts_with("web:")) {
@@ -146,7 +160,7 @@ nlohmann::json frameToJson(const agent::CoordinateFrame& frame) {
 
 nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* workspace) {
     nlohmann::json config = {
-        {"env", plan.environmentText},
+        {"env", environmentText(plan.environment)},
         {"viewport",
          std::to_string(plan.environment.width) + "x" + std::to_string(plan.environment.height)},
         {"coords", frameToJson(plan.loop.frame)},
@@ -197,15 +211,14 @@ Status restoreProjectFiles(const nlohmann::json& config, const fs::path& folder)
 Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string instruction,
                                    std::string_view actionFormat) {
     SessionPlan plan;
-    plan.environmentText = config.value("env", "");
+    const std::string env = config.value("env", "");
     // A web project is rebuilt from the recorded files, wherever the original folder went.
     Result<EnvironmentSpec> environment =
-        plan.environmentText.starts_with("web:")
-            ? Result<EnvironmentSpec>(EnvironmentSpec{EnvironmentSpec::Kind::WebProject,
-                                                      plan.environmentText.substr(4), 1280, 800})
-            : parseEnvironmentSpec(plan.environmentText);
+        env.starts_with("web:") ? Result<EnvironmentSpec>(EnvironmentSpec{
+                                      EnvironmentSpec::Kind::WebProject, env.substr(4), 1280, 800})
+                                : parseEnvironmentSpec(env);
     if (!environment)
-        return Status::unsupported("the recording's environment '" + plan.environmentText +
+        return Status::unsupported("the recording's environment '" + env +
                                    "' cannot be rebuilt: " + environment.status().message());
     plan.environment = *environment;
     if (Result<std::pair<int, int>> size = parseSize(config.value("viewport", "")); size) {

@@ -37,12 +37,13 @@ struct EnvironmentSpec {
     int height = 800;
 };
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text);
+// The --env form of `spec` (a web project by its canonical folder), as sessions record it.
+std::string environmentText(const EnvironmentSpec& spec);
 Result<std::pair<int, int>> parseSize(const std::string& text);  // "1280x800"
 Result<std::int64_t> parseSessionId(const std::string& text);    // "12"
 
 struct SessionPlan {
     EnvironmentSpec environment;
-    std::string environmentText;  // as given to --env, stored so that replay can rebuild it
     agent::LoopOptions loop;
     std::filesystem::path database;
     std::string clientDescription;  // recorded as the session's model

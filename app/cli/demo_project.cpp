@@ -89,7 +89,6 @@ SessionPlan makeDemoPlan(const DemoProject& demo, int maxSteps) {
     plan.environment.location = demo.workdir.string();
     plan.environment.width = demo.target.cols;
     plan.environment.height = demo.target.rows;
-    plan.environmentText = "web:" + demo.workdir.string();
     plan.loop.instruction = demo.instruction;
     plan.loop.format = agent::ActionFormat::ToolCalls;
     plan.loop.browser = true;

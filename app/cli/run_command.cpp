@@ -133,9 +133,6 @@ int runRun(int argc, char** argv) {
     Result<EnvironmentSpec> environment = parseEnvironmentSpec(env);
     if (!environment) return usageError(environment.status().message());
     plan.environment = *environment;
-    plan.environmentText = plan.environment.kind == EnvironmentSpec::Kind::WebProject
-                               ? "web:" + plan.environment.location
-                               : env;
     if (std::optional<std::string> viewport = args->value("viewport")) {
         Result<std::pair<int, int>> size = parseSize(*viewport);
         if (!size) return usageError("--viewport: " + size.status().message());

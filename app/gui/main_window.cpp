@@ -308,11 +308,6 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
                "Demo."));
     } else {
         plan.environment = m_environment;
-        plan.environmentText = m_environment.kind == EnvironmentSpec::Kind::WebProject
-                                   ? "web:" + m_environment.location
-                               : m_environment.kind == EnvironmentSpec::Kind::Url
-                                   ? "url:" + m_environment.location
-                                   : "desktop:private";
         plan.loop.browser = m_environment.kind != EnvironmentSpec::Kind::PrivateDesktop;
         plan.loop.maxSteps = m_settings.maxSteps;
         Result<agent::ActionFormat> format =
@@ -353,6 +348,12 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
         return startSession(std::move(plan),
                             std::make_unique<agent::ReplayClient>(m_demo->demonstration));
     }
+    if (!m_settings.mmprojPath.isEmpty()) {
+        return showError(tr("Model"),
+                         tr("The vision projector cannot be used yet: Iris's engine has no vision "
+                            "tower so far. Clear it in Settings, or use an endpoint that runs "
+                            "the model."));
+    }
     // Loading a model takes seconds: on a thread, then back here.
     statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
     m_startAction->setEnabled(false);
@@ -366,13 +367,14 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
         auto loaded = std::make_shared<Result<std::unique_ptr<agent::LocalEngineClient>>>(
             agent::LocalEngineClient::open(path, options));
         QMetaObject::invokeMethod(qApp, [self, shared, loaded] {
-            if (!self) return;
-            self->m_startAction->setEnabled(true);
+            MainWindow* window = self.data();
+            if (window == nullptr) return;  // closed while the model loaded
+            window->m_startAction->setEnabled(true);
             if (!*loaded) {
-                return self->showError(tr("Model"),
-                                       QString::fromStdString(loaded->status().message()));
+                return window->showError(tr("Model"),
+                                         QString::fromStdString(loaded->status().message()));
             }
-            self->startSession(std::move(*shared), std::move(**loaded));
+            window->startSession(std::move(*shared), std::move(**loaded));
         });
     }).detach();
 }
@@ -396,7 +398,6 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
         if (Status restored = restoreProjectFiles(recording->config, folder); !restored.isOk())
             return showError(tr("Replay"), QString::fromStdString(restored.message()));
         plan->environment.location = folder;
-        plan->environmentText = "web:" + folder;
     }
     m_demo.reset();
     m_agentPanel->setInstruction(QString::fromStdString(recording->summary.instruction));

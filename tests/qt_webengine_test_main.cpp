@@ -1,5 +1,7 @@
-// GoogleTest main for the browser environment: the deterministic-rendering process settings go
-// in before the QApplication exists, as they must in the app.
+// GoogleTest main for tests that render web pages (the browser environment, the GUI): headless
+// unless the caller chose a Qt platform, Chromium's sandbox off (it refuses to start as root,
+// which CI is), and the deterministic-rendering settings applied before the QApplication exists,
+// as `iris` applies them.
 #include <gtest/gtest.h>
 
 #include <QApplication>

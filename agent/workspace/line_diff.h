@@ -17,7 +17,8 @@ struct LineEdit {
     std::size_t newLine = 0;  // 0-based index into the new lines (Keep, Insert)
 };
 
-// Splits after every '\n'; a final line without one is kept as is. "" has no lines.
+// Splits after every '\n'; a final line without one is kept as is. "" has no lines. The views
+// point into `text`, which must outlive them.
 std::vector<std::string_view> splitLines(std::string_view text);
 
 // A shortest edit script (Myers 1986) from `oldLines` to `newLines`, deletions before insertions

@@ -76,7 +76,9 @@ struct Counts {
 
 Counts countChanges(const std::string& diff) {
     Counts counts;
-    for (std::string_view line : splitLines(hunks(diff))) {
+    // splitLines() views its argument: the hunks must outlive the loop.
+    const std::string body = hunks(diff);
+    for (std::string_view line : splitLines(body)) {
         if (line.front() == '+') ++counts.added;
         if (line.front() == '-') ++counts.removed;
     }
@@ -160,10 +162,11 @@ TEST_F(LineDiffVersusTools, RandomEditsPatchBackAndAreAsShortAsGnuDiffMinimal) {
             continue;
         }
         EXPECT_EQ(patched(before, ours), after) << "round " << round << ":\n" << ours;
+        const std::string theirs = systemDiff(before, after, true);
         const Counts mine = countChanges(ours);
-        const Counts reference = countChanges(systemDiff(before, after, true));
-        EXPECT_EQ(mine.added, reference.added) << "round " << round;
-        EXPECT_EQ(mine.removed, reference.removed) << "round " << round;
+        const Counts reference = countChanges(theirs);
+        EXPECT_EQ(mine.added, reference.added) << "round " << round << ":\n" << ours << theirs;
+        EXPECT_EQ(mine.removed, reference.removed) << "round " << round << ":\n" << ours << theirs;
     }
 }
 

@@ -1,10 +1,12 @@
 #include "app/gui/main_window.h"
 
+#include <cstdlib>
 #include <thread>
 
 #include <stdlib.h>
 
 #include <QAction>
+#include <QGuiApplication>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -62,6 +64,7 @@ MainWindow::MainWindow(AppSettings settings, QWidget* parent)
     createDocks();
     createStatusBar();
     resize(1600, 960);
+    grabGlobalStop();
 
     connect(m_runner, &AgentRunner::started, m_agentPanel, &AgentPanel::onStarted);
     connect(m_runner, &AgentRunner::textStreamed, m_agentPanel, &AgentPanel::onText);
@@ -90,6 +93,34 @@ MainWindow::~MainWindow() {
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (m_runner && m_runner->isRunning()) m_runner->stop();
     QMainWindow::closeEvent(event);
+}
+
+namespace {
+// Works on the whole X display, unlike Ctrl+. which needs an Iris window to have the focus.
+constexpr const char* kGlobalStopChord = "Ctrl+Alt+.";
+}  // namespace
+
+void MainWindow::grabGlobalStop() {
+    if (QGuiApplication::platformName() != QStringLiteral("xcb")) return;  // X11 only
+    const char* display = std::getenv("DISPLAY");
+    if (display == nullptr) return;
+    // The hotkey calls back on its own thread: the stop is posted to the GUI thread.
+    Result<std::unique_ptr<agent::GlobalHotkey>> hotkey =
+        agent::GlobalHotkey::grab(display, kGlobalStopChord, [this] {
+            QMetaObject::invokeMethod(this, [this] { m_stopAction->trigger(); },
+                                      Qt::QueuedConnection);
+        });
+    if (!hotkey) {
+        statusBar()->showMessage(
+            tr("The global stop key is not available: %1")
+                .arg(QString::fromStdString(hotkey.status().message())),
+            15000);
+        return;
+    }
+    m_globalStop = std::move(*hotkey);
+    m_stopAction->setToolTip(tr("Stop the agent within one step (Ctrl+. in Iris, %1 anywhere "
+                                "on this display)")
+                                 .arg(QString::fromLatin1(kGlobalStopChord)));
 }
 
 void MainWindow::createActions() {

@@ -10,6 +10,7 @@
 #include <QMainWindow>
 
 #include "agent/clients/model_client.h"
+#include "agent/env/desktop/global_hotkey.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/demo_project.h"
 #include "app/gui/settings.h"
@@ -75,6 +76,9 @@ private:
     void showLiveView(QWidget* view);
     void releaseLiveView();
     void showError(const QString& title, const QString& message);
+    // Grabs kGlobalStopChord on the X display so that a stop works while another window has
+    // the focus (the agent driving the desktop); a status-bar note says when it cannot.
+    void grabGlobalStop();
 
     AppSettings m_settings;
     EnvironmentSpec m_environment;      // where the next session acts
@@ -93,6 +97,8 @@ private:
     QMenu* m_viewMenu = nullptr;
     int m_steps = 0;
     long long m_tokens = 0;
+    // Declared last: released first, before the actions its callback triggers.
+    std::unique_ptr<agent::GlobalHotkey> m_globalStop;
 };
 
 }  // namespace iris::app

@@ -1,16 +1,22 @@
 // CPU kernel variants side by side, in one run so their ratios are comparable.
 //   build/release/tests/bench/iris_kernels_bench [--benchmark_filter=RmsNorm]
+// Gemm: single-threaded GFLOP/s of the dense f32/f16 product; compare with one core's FMA peak
+// (AVX2: 2 FMA/cycle x 8 lanes x 2 flops x clock = 72 GFLOP/s at 2.25 GHz).
+//   iris_kernels_bench --benchmark_filter='Gemm|Matmul/F16_.*/512'
 // RMSNorm reads x and w and writes y: it is bound by memory bandwidth once rows*cols*4 bytes
 // no longer fit in cache, so the bytes/s column is the number to compare with the machine's
 // streaming bandwidth (about 27 GB/s on one core here).
+#include <cstdint>
 #include <random>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "kernels/cpu/gemm_internal.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu_features.h"
+#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 
@@ -89,10 +95,97 @@ void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa
 // are whole K super-blocks (4864 = 19 x 256); the 896-wide rows of the other projections are not,
 // which is why llama.cpp's Q4_K_M stores those as q5_0 / q8_0.
 void matmulShapes(benchmark::internal::Benchmark* b) {
-    b->Args({896, 4864, 1})->Args({896, 4864, 64})->Args({151936, 896, 1});  // last: the output head, from DRAM
+    b->Args({896, 4864, 1})
+        ->Args({896, 4864, 64})
+        ->Args({151936, 896, 1});  // last: the output head, from DRAM
+}
+
+// One dense product y = x W^T (+ bias), single-threaded, with W (n x k) f32 or f16/bf16.
+// Args: m, k, n.
+void benchGemm(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa) {
+    using namespace iris::kernels;
+    if (isa > highestSupportedIsa(cpuFeatures())) {
+        state.SkipWithError("CPU lacks this level");
+        return;
+    }
+    const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> w32;
+    std::vector<std::uint16_t> w16;
+    if (type == TensorType::F32) {
+        w32.resize(std::size_t(n * k));
+        for (float& v : w32)
+            v = normal(rng);
+    } else {
+        w16.resize(std::size_t(n * k));
+        for (std::uint16_t& v : w16)
+            v = type == TensorType::F16 ? fp32ToFp16(normal(rng)) : fp32ToBf16(normal(rng));
+    }
+    const void* w = type == TensorType::F32 ? static_cast<const void*>(w32.data())
+                                            : static_cast<const void*>(w16.data());
+    // y 64-byte aligned, so that runs do not differ by where malloc put it.
+    std::vector<float> x(std::size_t(m * k), 0.0f), yStorage(std::size_t(m * n + 16), 0.0f);
+    float* y = yStorage.data();
+    while (reinterpret_cast<std::uintptr_t>(y) % 64 != 0)
+        ++y;
+    std::vector<float> bias(std::size_t(n), 0.0f);
+    for (float& v : x)
+        v = normal(rng);
+    for (float& v : bias)
+        v = normal(rng);
+    cpu::GemmFn fn = isa == CpuIsa::Scalar ? cpu::gemmScalar
+#if defined(IRIS_KERNELS_X86)
+                     : isa == CpuIsa::Avx2 ? cpu::gemmAvx2
+                                           : cpu::gemmAvx512;
+#else
+                                             : nullptr;
+#endif
+    for (auto _ : state) {
+        fn(type, w, k, k, x.data(), k, m, bias.data(), y, n, 0, n);
+        benchmark::DoNotOptimize(y);
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// The Qwen2.5-VL vision tower on a 1920 x 1080-ish screenshot (5336 patches): the attention
+// projections (1280 -> 1280), the MLP up (1280 -> 3420) and down (3420 -> 1280); attention
+// products of one full-attention block in 1024-query chunks (S = Q K^T with headDim 80, then
+// O = P V^T); and a decoder prefill chunk of 512 tokens (Qwen2.5-0.5B widths).
+void gemmVisionShapes(benchmark::internal::Benchmark* b) {
+    b->Args({5336, 1280, 1280})->Args({5336, 1280, 3420})->Args({5336, 3420, 1280});
+    b->Args({1024, 80, 5336})->Args({1024, 5336, 80});
+    b->Args({512, 896, 4864})->Args({512, 4864, 896});
+    b->Unit(benchmark::kMillisecond);
+}
+void gemmSmallShapes(benchmark::internal::Benchmark* b) {  // for the slow scalar reference
+    b->Args({64, 1280, 1280})->Unit(benchmark::kMillisecond);
+}
+// kernels::matmul on the prefill shapes above, for the gemm/matmul ratio (n, k, m).
+void matmulPrefillShapes(benchmark::internal::Benchmark* b) {
+    b->Args({4864, 896, 512})->Args({896, 4864, 512})->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
+
+BENCHMARK_CAPTURE(benchGemm, F32_scalar, iris::kernels::TensorType::F32, CpuIsa::Scalar)
+    ->Apply(gemmSmallShapes);
+BENCHMARK_CAPTURE(benchGemm, F16_scalar, iris::kernels::TensorType::F16, CpuIsa::Scalar)
+    ->Apply(gemmSmallShapes);
+#define IRIS_GEMM_BENCH(type)                                                                    \
+    BENCHMARK_CAPTURE(benchGemm, type##_avx2, iris::kernels::TensorType::type, CpuIsa::Avx2)     \
+        ->Apply(gemmVisionShapes);                                                               \
+    BENCHMARK_CAPTURE(benchGemm, type##_avx512, iris::kernels::TensorType::type, CpuIsa::Avx512) \
+        ->Apply(gemmVisionShapes);
+IRIS_GEMM_BENCH(F32)
+IRIS_GEMM_BENCH(F16)
+IRIS_GEMM_BENCH(BF16)
+BENCHMARK_CAPTURE(benchMatmul, F16_avx2_prefill, iris::kernels::TensorType::F16, CpuIsa::Avx2)
+    ->Apply(matmulPrefillShapes);
+BENCHMARK_CAPTURE(benchMatmul, F16_avx512_prefill, iris::kernels::TensorType::F16, CpuIsa::Avx512)
+    ->Apply(matmulPrefillShapes);
 
 #define IRIS_MATMUL_BENCH(type)                                                                    \
     BENCHMARK_CAPTURE(benchMatmul, type##_scalar, iris::kernels::TensorType::type, CpuIsa::Scalar) \

@@ -1,0 +1,39 @@
+#pragma once
+// The CPU variants behind kernels::gemm, exposed for tests and benchmarks. Same contract as
+// kernels/gemm.h. The x86 variants exist only when IRIS_KERNELS_X86 is defined and may only be
+// called when the CPU has their level (see cpu_features.h).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/dispatch.h"
+#include "kernels/tensor_type.h"
+
+namespace iris::kernels::cpu {
+
+using GemmFn = void (*)(TensorType weightType, const void* w, std::ptrdiff_t wStride,
+                        std::int64_t k, const float* x, std::ptrdiff_t xStride, std::int64_t m,
+                        const float* bias, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
+                        std::int64_t nEnd);
+
+// Reference: one output at a time, f32 accumulation in index order.
+void gemmScalar(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
+                std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+// Packed W panels and a 6 x 16 (AVX2) or 12 x 32 (AVX-512) register-blocked micro-kernel.
+void gemmAvx2(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+              const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
+              std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+void gemmAvx512(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
+                std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+// For tests: gemmAvx512's blocking (12 x 32 tiles, its row and column tails) computed with AVX2,
+// so that CPUs without AVX-512 check everything of that variant but its vector operations.
+// Slow; never dispatched to.
+void gemmAvx2As12x32(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                     const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                     float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+
+IsaVariants<GemmFn> gemmVariants();
+
+}  // namespace iris::kernels::cpu

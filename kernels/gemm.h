@@ -1,0 +1,45 @@
+#pragma once
+// Dense matrix products for many rows at once (the vision tower, long prefills, attention over
+// thousands of tokens), where the work is bound by arithmetic, not by reading the weights:
+// register-blocked micro-kernels over cache-sized panels (BLIS-style; see cpu/x86/gemm_x86.h).
+//
+//   y[i, n] = sum_j x[i, j] * W[n, j]    (+ bias[n] when bias is not null)
+//   i < m, nBegin <= n < nEnd; x: (m, k) f32, row stride xStride floats
+//   W: (N, k) rows of f32, f16 or bf16, row stride wStride elements (>= k); y: row stride yStride
+//   floats. Only columns [nBegin, nEnd) of y's m rows are written; bias (when given) is indexed
+//   by n, i.e. it holds at least nEnd floats.
+//
+// weightType must be F32, F16 or BF16 (gemmSupports); for any other type the written range of y
+// is filled with NaN so the mistake shows instead of crashing. k == 0 writes the bias (or 0).
+//
+// Threads: the caller splits [0, N) between threads; gemm is reentrant (its packing buffers are
+// per thread) and calls on disjoint N ranges may run concurrently. Buffers are not aliased: y must
+// not overlap x, W or bias.
+//
+// Speed: W is converted and repacked once per call (per block of k), so many rows per call pay
+// for it. Give each thread a range of whole 16-column (AVX-512: 32) panels where possible: a
+// partial panel costs as much as a full one.
+//
+// Accuracy: f32 accumulation; results agree with a float64 product to within 1e-5 of
+// sum_j |x[i, j] W[n, j]| for k up to a few thousand (what the tests check). The summation order
+// differs from the scalar reference and between instruction-set variants, but not with the
+// column range: splitting [nBegin, nEnd) between calls gives bit-identical results.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/tensor_type.h"
+
+namespace iris::kernels {
+
+void gemm(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+          const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
+          std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+
+// Whether gemm computes with weights of `weightType` (F32, F16, BF16).
+constexpr bool gemmSupports(TensorType weightType) {
+    return weightType == TensorType::F32 || weightType == TensorType::F16 ||
+           weightType == TensorType::BF16;
+}
+
+}  // namespace iris::kernels

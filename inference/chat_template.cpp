@@ -1,6 +1,8 @@
 #include "inference/chat_template.h"
 
 #include <cstdio>
+#include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +98,7 @@ const char* defaultSystem(ChatTemplateKind kind) {
         case ChatTemplateKind::Qwen2Vl:
             return "You are a helpful assistant.";
         case ChatTemplateKind::Qwen3:
+        case ChatTemplateKind::MiniMaxM3:
             return nullptr;
     }
     return nullptr;
@@ -114,7 +117,574 @@ std::string replaceImages(const std::string& content) {
     return out;
 }
 
+// ---- MiniMax-M3 ---------------------------------------------------------------------------------
+// The layout is the official chat_template.jinja as ms-swift re-implements it (docs/minimax-m3.md
+// section 5); the strings below are its text.
+
+constexpr std::string_view kM3Begin = "]~!b[";
+constexpr std::string_view kM3Header = "]~b]";
+constexpr std::string_view kM3End = "[e~[";
+constexpr std::string_view kM3ThinkOpen = "<mm:think>";
+constexpr std::string_view kM3ThinkClose = "</mm:think>";
+constexpr std::string_view kM3Identity =
+    "Your model version is MiniMax-M3, developed by MiniMax. Knowledge cutoff: January 2026. "
+    "Founded in early 2022, MiniMax is a global AI foundation model company committed to "
+    "advancing the frontiers of AI towards AGI.";
+constexpr std::string_view kM3ThinkingBase =
+    "You have a thinking capability that allows you to reason step by step before responding. "
+    "When thinking is enabled, wrap your reasoning in <mm:think></mm:think> tags before your "
+    "response. When thinking is disabled, begin your response directly after the </mm:think> "
+    "prefix. When thinking is adaptive, decide on your own whether to think for the current turn.";
+constexpr std::string_view kM3ThinkingEnabled =
+    "Current thinking mode: enabled. You MUST think step by step before every response, "
+    "including after receiving function/tool results.";
+constexpr std::string_view kM3ThinkingDisabled =
+    "Current thinking mode: disabled. Do not output any thinking process.";
+constexpr std::string_view kM3ThinkingAdaptive =
+    "Current thinking mode: adaptive. You are encouraged to think for complex decision-making, "
+    "multi-step reasoning, or when analyzing function/tool results.";
+constexpr std::string_view kM3DefaultDeveloper = "You are a helpful assistant.";
+constexpr std::string_view kM3Image = "]<]image[>[";
+
+std::string m3Tag(std::string_view name, bool closing = false) {
+    std::string tag(kMiniMaxNamespace);
+    tag += closing ? "</" : "<";
+    tag += name;
+    tag += '>';
+    return tag;
+}
+
+// The tool-call example the template puts after the tool list.
+std::string m3ToolExample() {
+    const auto open = [](std::string_view n) { return m3Tag(n); };
+    const auto close = [](std::string_view n) { return m3Tag(n, true); };
+    const std::string ns(kMiniMaxNamespace);
+    return "\n" + open("tool_call") + "\n" + ns + "<invoke name=\"tool-name-1\">" +
+           open("param-1") + "value-1" + close("param-1") + open("param-2") + open("item") +
+           open("key-a") + "val-a" + close("key-a") + open("key-b") + "val-b" + close("key-b") +
+           close("item") + close("param-2") + close("invoke") + "\n" + ns +
+           "<invoke name=\"tool-name-2\">" + open("param-1") + "value-1" + close("param-1") +
+           close("invoke") + "\n" + close("tool_call");
+}
+
+// The template's to_xml: objects as one element per key (null members left out), arrays as
+// <item> elements, booleans as JSON, other scalars as Python's str() prints them.
+void appendM3Xml(std::string& out, const Json& value) {
+    switch (value.type()) {
+        case Json::value_t::object:
+            for (const auto& [key, item] : value.items()) {
+                if (item.is_null()) continue;
+                out += m3Tag(key);
+                appendM3Xml(out, item);
+                out += m3Tag(key, true);
+            }
+            return;
+        case Json::value_t::array:
+            for (const Json& item : value) {
+                out += m3Tag("item");
+                appendM3Xml(out, item);
+                out += m3Tag("item", true);
+            }
+            return;
+        case Json::value_t::string:
+            out += value.get<std::string>();
+            return;
+        case Json::value_t::boolean:
+            out += value.get<bool>() ? "true" : "false";
+            return;
+        case Json::value_t::null:
+            return;
+        default:
+            out += value.dump();  // numbers: 3, 2.5, 3.0, 1e+20 as Python's str() writes them
+            return;
+    }
+}
+
+std::string replaceM3Images(const std::string& content) {
+    static const std::string marker = kImageMarker;
+    std::string out;
+    std::size_t from = 0;
+    for (std::size_t at; (at = content.find(marker, from)) != std::string::npos;
+         from = at + marker.size()) {
+        out.append(content, from, at - from);
+        out += "]<]start of image[>[]<]image[>[]<]end of image[>[";
+    }
+    out.append(content, from, std::string::npos);
+    return out;
+}
+
+// An earlier answer without its reasoning: the text after the last </mm:think>, if any.
+std::string_view m3AnswerWithoutReasoning(std::string_view content) {
+    const std::size_t close = content.rfind(kM3ThinkClose);
+    if (close == std::string_view::npos) return content;
+    content.remove_prefix(close + kM3ThinkClose.size());
+    while (!content.empty() && (content.front() == '\n' || content.front() == ' '))
+        content.remove_prefix(1);
+    return content;
+}
+
+// OpenAI's {"type": "function", "function": {...}} wrapper removed, as the template's tool list
+// shows the function object itself.
+const Json& unwrapTool(const Json& tool) {
+    if (tool.is_object()) {
+        const auto function = tool.find("function");
+        if (function != tool.end() && function->is_object()) return *function;
+    }
+    return tool;
+}
+
+Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
+                                    const ChatOptions& options) {
+    std::string out(kM3Begin);
+    out += kM3Header;
+    out += "system\n";
+    out += kM3Identity;
+    out += "\n\n<thinking_instructions>\n";
+    out += kM3ThinkingBase;
+    out += '\n';
+    out += options.adaptiveThinking ? kM3ThinkingAdaptive
+           : options.enableThinking ? kM3ThinkingEnabled
+                                    : kM3ThinkingDisabled;
+    out += "\n</thinking_instructions>";
+    out += kM3End;
+    out += '\n';
+
+    // The caller's system prompt (or a leading developer message) goes into the developer block.
+    const bool leadingSystem = !messages.empty() && (messages.front().role == "system" ||
+                                                     messages.front().role == "developer");
+    out += kM3Header;
+    out += "developer\n";
+    if (leadingSystem) {
+        out += replaceM3Images(messages.front().content);
+    } else {
+        out += kM3DefaultDeveloper;
+    }
+    if (!options.toolsJson.empty()) {
+        out +=
+            "\n\n# Tools\nYou may call one or more tools to assist with the user query.\n"
+            "Here are the tools available in JSONSchema format:\n\n<tools>\n";
+        for (std::size_t i = 0; i < options.toolsJson.size(); ++i) {
+            const Json tool = Json::parse(options.toolsJson[i], nullptr, false);
+            if (tool.is_discarded() || !tool.is_object())
+                return Status::invalidArgument(
+                    "tool description " + std::to_string(i + 1) +
+                    ": not a JSON object: " + options.toolsJson[i].substr(0, 80));
+            if (i > 0) out += '\n';
+            out += "<tool>";
+            appendPython(out, unwrapTool(tool));
+            out += "</tool>";
+        }
+        out += "\n</tools>\n\nTo call tools, wrap all invocations in a single " +
+               m3Tag("tool_call") + m3Tag("tool_call", true) +
+               " block. Parameter values containing nested objects or arrays are recursively "
+               "expanded into XML elements. Example:" +
+               m3ToolExample();
+    }
+    out += kM3End;
+    out += '\n';
+
+    for (std::size_t i = leadingSystem ? 1 : 0; i < messages.size(); ++i) {
+        const ChatMessage& m = messages[i];
+        if (m.role == "tool") {
+            // Consecutive results share one tool turn, one <response> per line.
+            if (i == 0 || messages[i - 1].role != "tool") {
+                out += kM3Header;
+                out += "tool\n";
+            } else {
+                out += '\n';
+            }
+            out += "<response>" + replaceM3Images(m.content) + "</response>";
+            if (i + 1 == messages.size() || messages[i + 1].role != "tool") {
+                out += kM3End;
+                out += '\n';
+            }
+        } else if (m.role == "assistant") {
+            // Earlier answers keep no reasoning: the template writes the bare </mm:think> prefix.
+            out += kM3Header;
+            out += "ai\n";
+            out += kM3ThinkClose;
+            const std::string_view answer = m3AnswerWithoutReasoning(m.content);
+            out += answer;
+            if (!m.toolCalls.empty()) {
+                if (!answer.empty()) out += '\n';
+                out += m3Tag("tool_call");
+                for (const ChatToolCall& call : m.toolCalls) {
+                    const Json arguments = Json::parse(call.argumentsJson, nullptr, false);
+                    if (arguments.is_discarded() || !arguments.is_object())
+                        return Status::invalidArgument(
+                            "tool call '" + call.name +
+                            "' arguments: not a JSON object: " + call.argumentsJson.substr(0, 80));
+                    out += '\n';
+                    out += kMiniMaxNamespace;
+                    out += "<invoke name=\"" + call.name + "\">";
+                    appendM3Xml(out, arguments);
+                    out += m3Tag("invoke", true);
+                }
+                out += '\n' + m3Tag("tool_call", true);
+            }
+            out += kM3End;
+            out += '\n';
+        } else {
+            // user; a later system message becomes a developer turn (the system role is the
+            // template's own block).
+            out += kM3Header;
+            out += m.role == "system" ? std::string("developer") : m.role;
+            out += '\n';
+            out += replaceM3Images(m.content);
+            out += kM3End;
+            out += '\n';
+        }
+    }
+    if (options.addGenerationPrompt) {
+        out += kM3Header;
+        out += "ai\n";
+        if (!options.adaptiveThinking) out += options.enableThinking ? kM3ThinkOpen : kM3ThinkClose;
+    }
+    return out;
+}
+
+// ---- MiniMax-M3 output parser -------------------------------------------------------------------
+
+constexpr std::size_t kMaxM3Depth = 32;       // nested parameter elements
+constexpr std::size_t kMaxM3NameBytes = 256;  // tool, parameter and element names
+
+bool isSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+std::string_view trimmed(std::string_view s) {
+    while (!s.empty() && isSpace(s.front()))
+        s.remove_prefix(1);
+    while (!s.empty() && isSpace(s.back()))
+        s.remove_suffix(1);
+    return s;
+}
+
+// A short quotation of model text for an error message (bytes, not characters: the caller's
+// text may be any bytes, and whoever shows errors repairs UTF-8).
+std::string quoted(std::string_view s) {
+    constexpr std::size_t kMax = 40;
+    std::string out = "'";
+    for (char c : s.substr(0, kMax))
+        out += c == '\n' ? ' ' : c;
+    if (s.size() > kMax) out += "...";
+    return out + "'";
+}
+
+// The type a JSON Schema gives (the first non-null one of a list); empty when none is known.
+std::string schemaType(const Json* schema) {
+    if (schema == nullptr || !schema->is_object()) return {};
+    const auto type = schema->find("type");
+    if (type == schema->end()) return {};
+    if (type->is_string()) return type->get<std::string>();
+    if (type->is_array()) {
+        for (const Json& t : *type)
+            if (t.is_string() && t.get<std::string>() != "null") return t.get<std::string>();
+    }
+    return {};
+}
+
+const Json* schemaMember(const Json* schema, const char* member, std::string_view name) {
+    if (schema == nullptr || !schema->is_object()) return nullptr;
+    const auto it = schema->find(member);
+    if (it == schema->end() || !it->is_object()) return nullptr;
+    if (name.empty()) return &*it;  // "items"
+    const auto property = it->find(std::string(name));
+    return property == it->end() ? nullptr : &*property;
+}
+
+class M3OutputParser {
+public:
+    M3OutputParser(std::string_view text, const std::map<std::string, Json, std::less<>>& tools,
+                   MiniMaxM3Output& out)
+        : m_text(text), m_end(text.size()), m_tools(tools), m_out(out) {}
+
+    void run() {
+        std::string_view text = m_text;
+        std::size_t size = text.size();
+        // The end-of-message token, should the caller have kept it.
+        if (trimmed(text).ends_with(kM3End)) size = text.rfind(kM3End);
+        std::string content;
+        std::size_t from = 0;
+        const std::size_t close = text.substr(0, size).find(kM3ThinkClose);
+        const std::size_t open = text.substr(0, size).find(kM3ThinkOpen);
+        if (open != std::string_view::npos && (close == std::string_view::npos || open < close)) {
+            content.append(text.substr(0, open));
+            const std::size_t bodyAt = open + kM3ThinkOpen.size();
+            if (close == std::string_view::npos) {
+                m_out.reasoning = std::string(trimmed(text.substr(bodyAt, size - bodyAt)));
+                error(open, "<mm:think> is not closed by </mm:think> (the answer was cut off?)");
+                from = size;
+            } else {
+                m_out.reasoning = std::string(trimmed(text.substr(bodyAt, close - bodyAt)));
+                from = close + kM3ThinkClose.size();
+            }
+        } else if (close != std::string_view::npos) {
+            // A bare </mm:think>: the generation prompt opened the reasoning (or the model wrote
+            // an empty one).
+            m_out.reasoning = std::string(trimmed(text.substr(0, close)));
+            from = close + kM3ThinkClose.size();
+        }
+
+        const std::string callOpen = m3Tag("tool_call");
+        const std::string callClose = m3Tag("tool_call", true);
+        while (from < size) {
+            const std::size_t at = text.substr(0, size).find(callOpen, from);
+            if (at == std::string_view::npos) {
+                content.append(text.substr(from, size - from));
+                break;
+            }
+            content.append(text.substr(from, at - from));
+            const std::size_t bodyAt = at + callOpen.size();
+            std::size_t blockEnd = text.substr(0, size).find(callClose, bodyAt);
+            // A block cut off by the end of generation keeps the calls it completed.
+            from = blockEnd == std::string_view::npos ? size : blockEnd + callClose.size();
+            if (blockEnd == std::string_view::npos) blockEnd = size;
+            parseBlock(bodyAt, blockEnd);
+        }
+        m_out.content = std::string(trimmed(content));
+    }
+
+private:
+    bool startsWith(std::size_t at, std::string_view s) const {
+        return at <= m_end && m_text.substr(at, m_end - at).starts_with(s);
+    }
+    std::size_t find(std::string_view s, std::size_t from) const {
+        if (from > m_end) return std::string_view::npos;
+        return m_text.substr(0, m_end).find(s, from);
+    }
+    std::size_t skipSpace(std::size_t at) const {
+        while (at < m_end && isSpace(m_text[at]))
+            ++at;
+        return at;
+    }
+    std::string_view rest(std::size_t at) const {
+        return at < m_end ? m_text.substr(at, m_end - at) : std::string_view();
+    }
+    void error(std::size_t at, const std::string& message) {
+        m_out.errors.push_back("byte " + std::to_string(at) + ": " + message);
+    }
+    std::nullopt_t fail(std::size_t at, const std::string& message) {
+        error(at, message);
+        return std::nullopt;
+    }
+
+    void parseBlock(std::size_t at, std::size_t end) {
+        m_end = end;
+        const std::string invoke = std::string(kMiniMaxNamespace) + "<invoke";
+        const std::string invokeClose = m3Tag("invoke", true);
+        while (true) {
+            at = skipSpace(at);
+            if (at >= m_end) break;
+            if (!startsWith(at, invoke)) {
+                error(at, "expected " + invoke + " name=\"...\"> in the tool-call block, found " +
+                              quoted(rest(at)));
+                const std::size_t next = find(invoke, at + 1);
+                if (next == std::string_view::npos) break;
+                at = next;
+                continue;
+            }
+            const std::size_t start = at;
+            if (std::optional<ChatToolCall> call = parseInvoke(at)) {
+                m_out.toolCalls.push_back(std::move(*call));
+            } else {
+                // Resume after this call's end, or at the next call.
+                const std::size_t close = find(invokeClose, start);
+                const std::size_t next = find(invoke, start + 1);
+                if (close != std::string_view::npos &&
+                    (next == std::string_view::npos || close < next)) {
+                    at = close + invokeClose.size();
+                } else if (next != std::string_view::npos) {
+                    at = next;
+                } else {
+                    break;
+                }
+            }
+        }
+        m_end = m_text.size();
+    }
+
+    // NS<invoke name="N"> parameters NS</invoke>, from `at` (at the NS); moves `at` past it.
+    std::optional<ChatToolCall> parseInvoke(std::size_t& at) {
+        const std::size_t start = at;
+        std::size_t p = at + kMiniMaxNamespace.size() + std::string_view("<invoke").size();
+        const std::size_t nameKey = p;
+        p = skipSpace(p);
+        if (p == nameKey || !startsWith(p, "name"))
+            return fail(p, "expected name=\"...\" in <invoke, found " + quoted(rest(p)));
+        p = skipSpace(p + 4);
+        if (!startsWith(p, "=")) return fail(p, "expected = after <invoke name");
+        p = skipSpace(p + 1);
+        if (p >= m_end || (m_text[p] != '"' && m_text[p] != '\''))
+            return fail(p, "expected a quoted tool name, found " + quoted(rest(p)));
+        const char quote = m_text[p];
+        const std::size_t nameAt = p + 1;
+        std::size_t nameEnd = nameAt;
+        while (nameEnd < m_end && m_text[nameEnd] != quote && m_text[nameEnd] != '\n' &&
+               nameEnd - nameAt <= kMaxM3NameBytes)
+            ++nameEnd;
+        if (nameEnd >= m_end || m_text[nameEnd] != quote)
+            return fail(nameAt, "the tool name is not closed by " + std::string(1, quote) +
+                                    " (or is longer than " + std::to_string(kMaxM3NameBytes) +
+                                    " bytes)");
+        ChatToolCall call;
+        call.name = std::string(m_text.substr(nameAt, nameEnd - nameAt));
+        if (trimmed(call.name).empty()) return fail(nameAt, "empty tool name");
+        p = skipSpace(nameEnd + 1);
+        if (!startsWith(p, ">"))
+            return fail(
+                p, "expected > after <invoke name=\"" + call.name + "\", found " + quoted(rest(p)));
+        ++p;
+
+        const auto tool = m_tools.find(call.name);
+        const Json* parameters = tool == m_tools.end() ? nullptr : &tool->second;
+        const std::string invokeClose = m3Tag("invoke", true);
+        Json arguments = Json::object();
+        while (true) {
+            p = skipSpace(p);
+            if (startsWith(p, invokeClose)) {
+                p += invokeClose.size();
+                break;
+            }
+            std::optional<std::string_view> name = openTag(p);
+            if (!name) {
+                if (p >= m_end)
+                    return fail(start, "<invoke name=\"" + call.name + "\"> is not closed by " +
+                                           invokeClose);
+                return fail(p, "expected a parameter element or " + invokeClose + ", found " +
+                                   quoted(rest(p)));
+            }
+            const std::size_t tagAt = p;
+            p += kMiniMaxNamespace.size() + name->size() + 2;
+            std::optional<Json> value =
+                readValue(p, *name, tagAt, schemaMember(parameters, "properties", *name), 0);
+            if (!value) return std::nullopt;
+            arguments[std::string(*name)] = std::move(*value);
+        }
+        call.argumentsJson = arguments.dump(-1, ' ', false, Json::error_handler_t::replace);
+        at = p;
+        return call;
+    }
+
+    // The name of the opening tag NS<name> at `at`, or nullopt when there is none (a closing tag,
+    // other text, an unusable name).
+    std::optional<std::string_view> openTag(std::size_t at) const {
+        if (!startsWith(at, kMiniMaxNamespace)) return std::nullopt;
+        const std::size_t lt = at + kMiniMaxNamespace.size();
+        if (!startsWith(lt, "<") || startsWith(lt, "</")) return std::nullopt;
+        std::size_t end = lt + 1;
+        while (end < m_end && m_text[end] != '>' && m_text[end] != '<' && !isSpace(m_text[end]) &&
+               end - lt <= kMaxM3NameBytes)
+            ++end;
+        if (end >= m_end || m_text[end] != '>' || end == lt + 1) return std::nullopt;
+        return m_text.substr(lt + 1, end - lt - 1);
+    }
+
+    // The value of element `name` (opened at `openAt`), from `at` just after its opening tag to
+    // its closing tag; moves `at` past the closing tag.
+    std::optional<Json> readValue(std::size_t& at, std::string_view name, std::size_t openAt,
+                                  const Json* schema, std::size_t depth) {
+        if (depth >= kMaxM3Depth)
+            return fail(openAt, "parameter elements nested more than " +
+                                    std::to_string(kMaxM3Depth) + " deep");
+        const std::string close = m3Tag(name, true);
+        const std::string type = schemaType(schema);
+        std::size_t p = skipSpace(at);
+        if (type != "string" && openTag(p)) {
+            // Elements: <item> children make an array, other names an object.
+            std::vector<std::pair<std::string_view, Json>> children;
+            bool allItems = true;
+            while (true) {
+                p = skipSpace(p);
+                if (startsWith(p, close)) {
+                    p += close.size();
+                    break;
+                }
+                const std::optional<std::string_view> child = openTag(p);
+                if (!child) {
+                    if (p >= m_end)
+                        return fail(openAt,
+                                    "<" + std::string(name) + "> is not closed by " + close);
+                    return fail(p,
+                                "expected an element or " + close + ", found " + quoted(rest(p)));
+                }
+                const std::size_t childAt = p;
+                p += kMiniMaxNamespace.size() + child->size() + 2;
+                const Json* childSchema = type == "array"
+                                              ? schemaMember(schema, "items", {})
+                                              : schemaMember(schema, "properties", *child);
+                std::optional<Json> value = readValue(p, *child, childAt, childSchema, depth + 1);
+                if (!value) return std::nullopt;
+                allItems = allItems && *child == "item";
+                children.emplace_back(*child, std::move(*value));
+            }
+            at = p;
+            if (type == "array" || (type != "object" && allItems)) {
+                Json array = Json::array();
+                for (auto& [childName, value] : children)
+                    array.push_back(std::move(value));
+                return array;
+            }
+            Json object = Json::object();
+            for (auto& [childName, value] : children)
+                object[std::string(childName)] = std::move(value);
+            return object;
+        }
+        // Text, verbatim up to the closing tag. The namespace token never occurs in a value (it is
+        // a special token), so one inside means the closing tag is missing or wrong.
+        const std::size_t end = find(close, at);
+        const std::size_t stray = find(kMiniMaxNamespace, at);
+        if (stray != std::string_view::npos && (end == std::string_view::npos || stray < end))
+            return fail(stray, "expected " + close + " to close <" + std::string(name) +
+                                   "> opened at byte " + std::to_string(openAt) + ", found " +
+                                   quoted(rest(stray)));
+        if (end == std::string_view::npos)
+            return fail(openAt, "<" + std::string(name) + "> is not closed by " + close);
+        const std::string_view raw = m_text.substr(at, end - at);
+        at = end + close.size();
+        return scalar(raw, type);
+    }
+
+    static Json scalar(std::string_view raw, const std::string& type) {
+        if (type == "string") return std::string(raw);
+        const std::string_view t = trimmed(raw);
+        if (t.empty()) {
+            if (type == "object") return Json::object();
+            if (type == "array") return Json::array();
+            return std::string(raw);
+        }
+        // Numbers, booleans, null, and objects or arrays written as JSON inline.
+        Json value = Json::parse(t.begin(), t.end(), nullptr, false);
+        if (!value.is_discarded() && !value.is_string()) return value;
+        return std::string(raw);
+    }
+
+    std::string_view m_text;
+    std::size_t m_end;  // where the block being parsed ends
+    const std::map<std::string, Json, std::less<>>& m_tools;
+    MiniMaxM3Output& m_out;
+};
+
 }  // namespace
+
+MiniMaxM3Output parseMiniMaxM3Output(std::string_view text,
+                                     const std::vector<std::string>& toolsJson) {
+    MiniMaxM3Output out;
+    // Tool name -> its parameters' JSON Schema; descriptions that cannot be read type nothing.
+    std::map<std::string, Json, std::less<>> tools;
+    for (const std::string& json : toolsJson) {
+        const Json tool = Json::parse(json, nullptr, false);
+        if (tool.is_discarded()) continue;
+        const Json& function = unwrapTool(tool);
+        if (!function.is_object()) continue;
+        const auto name = function.find("name");
+        const auto parameters = function.find("parameters");
+        if (name == function.end() || !name->is_string() || parameters == function.end()) continue;
+        tools.emplace(name->get<std::string>(), *parameters);
+    }
+    M3OutputParser(text, tools, out).run();
+    return out;
+}
 
 Result<std::string> pythonStyleJson(const std::string& json) {
     const Json value = Json::parse(json, nullptr, /*allow_exceptions=*/false);
@@ -125,8 +695,19 @@ Result<std::string> pythonStyleJson(const std::string& json) {
     return out;
 }
 
+std::string_view ChatTemplate::imagePlaceholder() const {
+    return m_kind == ChatTemplateKind::MiniMaxM3 ? kM3Image : std::string_view("<|image_pad|>");
+}
+
 Result<ChatTemplate> ChatTemplate::forModel(const GgufFile& file) {
+    Result<std::string> arch = file.getString("general.architecture");
+    if (arch && *arch == "minimax-m3") return ChatTemplate(ChatTemplateKind::MiniMaxM3);
     if (Result<std::string> text = file.getString("tokenizer.chat_template")) {
+        // MiniMax-M3's template names its namespace token; M2's uses <minimax:tool_call> and
+        // <think>, a different format.
+        if (text->find(kMiniMaxNamespace) != std::string::npos &&
+            text->find("]~b]") != std::string::npos)
+            return ChatTemplate(ChatTemplateKind::MiniMaxM3);
         if (text->find("<|im_start|>") == std::string::npos) {
             return Status::unsupported(file.name() +
                                        ": tokenizer.chat_template is not a ChatML (Qwen) template");
@@ -137,7 +718,6 @@ Result<ChatTemplate> ChatTemplate::forModel(const GgufFile& file) {
             return ChatTemplate(ChatTemplateKind::Qwen2Vl);
         return ChatTemplate(ChatTemplateKind::Qwen2);
     }
-    Result<std::string> arch = file.getString("general.architecture");
     if (!arch) return arch.status();
     if (*arch == "qwen2") return ChatTemplate(ChatTemplateKind::Qwen2);
     if (*arch == "qwen2vl") return ChatTemplate(ChatTemplateKind::Qwen2Vl);
@@ -147,6 +727,7 @@ Result<ChatTemplate> ChatTemplate::forModel(const GgufFile& file) {
 
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                          const ChatOptions& options) const {
+    if (m_kind == ChatTemplateKind::MiniMaxM3) return renderMiniMaxM3(messages, options);
     std::string out;
     const bool leadingSystem = !messages.empty() && messages.front().role == "system";
     const char* fallback = defaultSystem(m_kind);

@@ -10,8 +10,16 @@
 //   (UI-TARS-1.5)       <|vision_start|><|image_pad|><|vision_end|> where it stands in the content
 //   Qwen3               no default system; an empty <think></think> block opens the answer when
 //                       thinking is off
+//   MiniMax-M3          ]~!b[ then ]~b]role⏎ ... [e~[⏎ turns (roles system, developer, user, ai,
+//                       tool); a fixed system block (identity and thinking mode), the caller's
+//                       system prompt and the tools in a developer block, tool calls as
+//                       ]<]minimax[>[-prefixed XML (parameters as elements), tool results as
+//                       <response></response> lines of one tool turn, each image as
+//                       ]<]start of image[>[]<]image[>[]<]end of image[>[, earlier answers
+//                       without their reasoning (see docs/minimax-m3.md section 5)
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inference/status.h"
@@ -20,7 +28,7 @@ namespace iris::inference {
 
 class GgufFile;
 
-enum class ChatTemplateKind { Qwen2, Qwen2Vl, Qwen3 };
+enum class ChatTemplateKind { Qwen2, Qwen2Vl, Qwen3, MiniMaxM3 };
 
 // A message's content is text with images at the positions of kImageMarker.
 inline constexpr const char* kImageMarker = "<__media__>";
@@ -39,7 +47,10 @@ struct ChatMessage {
 struct ChatOptions {
     std::vector<std::string> toolsJson;  // one JSON object per tool (OpenAI "function" schema)
     bool addGenerationPrompt = true;
-    bool enableThinking = false;  // Qwen3
+    bool enableThinking = false;  // Qwen3, MiniMax-M3 (thinking mode "enabled" or "disabled")
+    // MiniMax-M3 only: thinking mode "adaptive", the model decides per turn whether to think (its
+    // template's default). Takes precedence over enableThinking.
+    bool adaptiveThinking = false;
 };
 
 class ChatTemplate {
@@ -53,6 +64,10 @@ public:
 
     ChatTemplateKind kind() const { return m_kind; }
 
+    // The token text render() writes once per image, which the engine replaces by the image's
+    // embeddings: "<|image_pad|>" (Qwen) or "]<]image[>[" (MiniMax-M3).
+    std::string_view imagePlaceholder() const;
+
     // The prompt text; special tokens appear as text ("<|im_start|>") and must be encoded with
     // parseSpecial. InvalidArgument for a tool call whose arguments are not a JSON object or a
     // malformed tool description.
@@ -62,6 +77,33 @@ public:
 private:
     ChatTemplateKind m_kind;
 };
+
+// MiniMax-M3 writes this special token before every tag of its tool-call XML.
+inline constexpr std::string_view kMiniMaxNamespace = "]<]minimax[>[";
+
+// A MiniMax-M3 answer, taken apart. Byte offsets in `errors` count from the start of the text
+// given to parseMiniMaxM3Output.
+struct MiniMaxM3Output {
+    std::string reasoning;  // inside <mm:think>...</mm:think>, trimmed; empty when none
+    std::string content;    // the text outside reasoning and tool-call blocks, trimmed
+    // In the order written; argumentsJson is compact JSON of an object (invalid UTF-8 in the
+    // model's text replaced by U+FFFD). A call whose XML is malformed is left out, with an error.
+    std::vector<ChatToolCall> toolCalls;
+    std::vector<std::string> errors;  // "byte 57: expected ... (found '...')"
+};
+
+// Parses what MiniMax-M3 generated after the generation prompt (without the final [e~[; one
+// there is ignored). Reasoning is the text before the first </mm:think>, after an optional
+// <mm:think> (with thinking enabled the prompt already opened it). Tool calls are
+//   NS<tool_call> NS<invoke name="N"> NS<param>value NS</param> ... NS</invoke> ... NS</tool_call>
+// with NS = kMiniMaxNamespace and any whitespace between elements; a value is text, or elements:
+// NS<item> children make an array, other names an object. `toolsJson` (the descriptions given to
+// render, OpenAI's {"type": "function", "function": {...}} or the bare function object) type the
+// values as llama.cpp does: a parameter the schema calls a string is its text verbatim; otherwise
+// text that reads as a JSON number, boolean, null, object or array is that value, other text a
+// string. Never fails and never throws: any bytes parse, problems become errors.
+MiniMaxM3Output parseMiniMaxM3Output(std::string_view text,
+                                     const std::vector<std::string>& toolsJson = {});
 
 // JSON re-serialised the way Python's json.dumps(value, ensure_ascii=False) writes it (", " and
 // ": " separators, keys in their original order): what the templates' `tojson` filter prints.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 
 namespace iris::inference {
 namespace {
@@ -30,6 +31,12 @@ const char* stopReasonName(StopReason reason) {
 
 Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelPath,
                                              const EngineOptions& options) {
+    return load(modelPath, options, nullptr);
+}
+
+Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelPath,
+                                             const EngineOptions& options,
+                                             std::unique_ptr<VisionModel> vision) {
     if (options.contextSize <= 0 || options.maxSessions <= 0 || options.threads <= 0 ||
         options.prefillChunk <= 0) {
         return Status::invalidArgument(
@@ -43,6 +50,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     Result<std::unique_ptr<Model>> model = createModel(*engine->m_file);
     if (!model) return model.status();
     engine->m_model = std::move(*model);
+    if (options.denseAttention) engine->m_model->setDenseAttention(true);
     Result<Tokenizer> tokenizer = Tokenizer::fromGguf(*engine->m_file);
     if (!tokenizer) return tokenizer.status();
     engine->m_tokenizer = std::move(*tokenizer);
@@ -63,7 +71,139 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     if (!cache) return cache.status();
     engine->m_cache = std::move(*cache);
     engine->m_pool = std::make_unique<ThreadPool>(options.threads);
+
+    const std::int64_t hidden = engine->m_model->config().hiddenSize;
+    std::string projectorName = "the vision tower";
+    if (vision == nullptr && !options.mmprojPath.empty()) {
+        const std::string mmproj = options.mmprojPath.string();
+        projectorName = mmproj;
+        Result<GgufFile> projector = GgufFile::open(options.mmprojPath);
+        if (!projector) return projector.status();
+        engine->m_projectorFile = std::move(*projector);
+        const GgufFile& projectorFile = *engine->m_projectorFile;
+        const Result<std::string> arch = projectorFile.getString("general.architecture");
+        if (!arch || *arch != "clip") {
+            return Status::invalidArgument(
+                mmproj + ": not a vision projector (general.architecture is " +
+                (arch ? "'" + *arch + "'" : std::string("missing")) +
+                ", expected 'clip'); pass the model's mmproj GGUF with --mmproj");
+        }
+        // Checked before the tower loads so that a wrong pair is named as such.
+        const Result<std::int64_t> width = projectorFile.getInteger("clip.vision.projection_dim");
+        if (width && *width != hidden) {
+            return Status::invalidArgument(
+                mmproj + " and " + modelPath.string() + " are not a pair: the projector makes " +
+                std::to_string(*width) +
+                "-wide embeddings (clip.vision.projection_dim) but the language model is " +
+                std::to_string(hidden) + " wide (embedding_length)");
+        }
+        Result<std::unique_ptr<VisionModel>> loaded = VisionModel::load(projectorFile);
+        if (!loaded) return loaded.status();
+        vision = std::move(*loaded);
+    }
+    if (vision != nullptr) {
+        if (vision->config().projectionDim != hidden) {
+            return Status::invalidArgument(projectorName + " and " + modelPath.string() +
+                                           " are not a pair: the projector makes " +
+                                           std::to_string(vision->config().projectionDim) +
+                                           "-wide embeddings but the language model is " +
+                                           std::to_string(hidden) + " wide");
+        }
+        engine->m_vision = std::move(vision);
+    }
     return engine;
+}
+
+ImagePreprocessOptions Engine::imageOptions() const {
+    ImagePreprocessOptions out;
+    out.minPixels = m_options.imageMinPixels;
+    out.maxPixels = m_options.imageMaxPixels;
+    out.filter = m_options.imageFilter;
+    if (m_vision != nullptr) {
+        const VisionConfig& c = m_vision->config();
+        out.patchSize = c.patchSize;
+        out.mergeSize = c.mergeSize;
+        out.mean = c.imageMean;
+        out.std = c.imageStd;
+    }
+    return out;
+}
+
+Result<std::shared_ptr<const ImagePatches>> Engine::prepareImage(const RgbImage& image) const {
+    if (m_vision == nullptr) {
+        return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
+    }
+    Result<ImagePatches> patches = preprocessImage(image, imageOptions());
+    if (!patches) return patches.status();
+    return std::shared_ptr<const ImagePatches>(std::make_shared<ImagePatches>(std::move(*patches)));
+}
+
+Result<std::shared_ptr<const ImagePatches>> Engine::prepareImage(
+    std::span<const std::uint8_t> encoded) const {
+    if (m_vision == nullptr) {
+        return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
+    }
+    Result<RgbImage> image = decodeImage(encoded);
+    if (!image) return image.status();
+    return prepareImage(*image);
+}
+
+Result<std::shared_ptr<const std::vector<float>>> Engine::imageEmbeddings(const ImagePatches& image,
+                                                                          bool* encoded) {
+    if (encoded) *encoded = false;
+    if (m_vision == nullptr) {
+        return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
+    }
+    for (std::size_t i = 0; i < m_imageCache.size(); ++i) {
+        if (m_imageCache[i].hash == image.hash) {
+            CachedImage hit = std::move(m_imageCache[i]);
+            m_imageCache.erase(m_imageCache.begin() + std::ptrdiff_t(i));
+            m_imageCache.push_back(hit);
+            return hit.embeddings;
+        }
+    }
+    auto embeddings = std::make_shared<std::vector<float>>();
+    IRIS_RETURN_IF_ERROR(m_vision->encode(image, *m_pool, *embeddings));
+    const std::size_t expected = std::size_t(image.tokenCount() * m_vision->config().projectionDim);
+    if (embeddings->size() != expected) {
+        return Status::internal("the vision tower made " + std::to_string(embeddings->size()) +
+                                " values for an image of " + std::to_string(image.tokenCount()) +
+                                " tokens, expected " + std::to_string(expected));
+    }
+    if (encoded) *encoded = true;
+    const auto bytes = std::int64_t(embeddings->size() * sizeof(float));
+    if (bytes <= m_options.imageCacheBytes) {
+        while (m_imageCacheBytes + bytes > m_options.imageCacheBytes) {
+            m_imageCacheBytes -=
+                std::int64_t(m_imageCache.front().embeddings->size() * sizeof(float));
+            m_imageCache.erase(m_imageCache.begin());
+        }
+        m_imageCache.push_back({image.hash, embeddings});
+        m_imageCacheBytes += bytes;
+    }
+    return std::shared_ptr<const std::vector<float>>(std::move(embeddings));
+}
+
+Result<GenerateRequest> Engine::splitAtPlaceholders(
+    std::span<const std::int32_t> tokens, std::int32_t placeholder,
+    std::span<const std::shared_ptr<const ImagePatches>> images) {
+    GenerateRequest out;
+    std::size_t next = 0;
+    for (std::int32_t token : tokens) {
+        if (token != placeholder) {
+            out.prompt.push_back(token);
+            continue;
+        }
+        if (next >= images.size()) break;
+        out.images.push_back({out.prompt.size(), images[next++]});
+    }
+    const auto placeholders = std::size_t(std::count(tokens.begin(), tokens.end(), placeholder));
+    if (placeholders != images.size()) {
+        return Status::invalidArgument("the prompt has " + std::to_string(placeholders) +
+                                       " image placeholders for " + std::to_string(images.size()) +
+                                       " images");
+    }
+    return out;
 }
 
 Result<std::unique_ptr<Session>> Engine::newSession() {
@@ -80,30 +220,50 @@ Session::~Session() {
     --m_engine.m_openSessions;
 }
 
-// Runs `tokens` after m_tokens through the model in prefill chunks; logits of the last token.
-Status Session::feed(std::span<const std::int32_t> tokens, std::vector<float>& logits) {
+void Session::truncate(std::size_t length) {
+    m_engine.m_cache->truncate(m_sequence, std::int64_t(length));
+    m_tokens.resize(length);
+    m_items.resize(length);
+    m_positions.resize(length);
+    m_nextPositions.resize(length);
+    m_nextPosition = length == 0 ? 0 : m_nextPositions.back();
+}
+
+// Runs `items` after the session's slots through the model in prefill chunks; logits of the last.
+// positions[i] is item i's rotary position; embeddings[i] its injected vector (image tokens).
+Status Session::feed(std::span<const Item> items, std::span<const TokenPosition> positions,
+                     std::span<const std::int32_t> nextPositions,
+                     std::span<const float* const> embeddings, std::vector<float>& logits) {
     KvCache& cache = *m_engine.m_cache;
     logits.clear();
     std::vector<TokenInput> batch;
-    for (std::size_t begin = 0; begin < tokens.size();
-         begin += std::size_t(m_engine.m_options.prefillChunk)) {
-        const std::size_t end =
-            std::min(tokens.size(), begin + std::size_t(m_engine.m_options.prefillChunk));
-        const std::int64_t first = std::int64_t(m_tokens.size());
+    const std::size_t chunk = std::size_t(m_engine.m_options.prefillChunk);
+    for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
+        const std::size_t end = std::min(items.size(), begin + chunk);
+        const std::int64_t first = std::int64_t(m_items.size());
         IRIS_RETURN_IF_ERROR(cache.extend(m_sequence, first + std::int64_t(end - begin)));
         batch.clear();
         for (std::size_t i = begin; i < end; ++i) {
-            const std::int64_t slot = first + std::int64_t(i - begin);
-            const auto p = std::int32_t(slot);
-            batch.push_back({tokens[i], m_sequence, slot, {p, p, p, 0}, i + 1 == tokens.size()});
+            TokenInput in;
+            in.token = items[i].imageToken >= 0 ? 0 : items[i].token;
+            in.sequence = m_sequence;
+            in.slot = first + std::int64_t(i - begin);
+            in.position = positions[i];
+            in.wantLogits = i + 1 == items.size();
+            in.embedding = embeddings[i];
+            batch.push_back(in);
         }
         const Status status = m_engine.m_model->forward(batch, cache, *m_engine.m_pool, logits);
         if (!status.isOk()) {
             cache.truncate(m_sequence, first);
             return status;
         }
-        m_tokens.insert(m_tokens.end(), tokens.begin() + std::ptrdiff_t(begin),
-                        tokens.begin() + std::ptrdiff_t(end));
+        for (std::size_t i = begin; i < end; ++i) {
+            m_items.push_back(items[i]);
+            m_tokens.push_back(items[i].imageToken >= 0 ? -1 : items[i].token);
+            m_positions.push_back(positions[i]);
+            m_nextPositions.push_back(m_nextPosition = nextPositions[i]);
+        }
     }
     return {};
 }
@@ -112,28 +272,99 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     const EngineOptions& options = m_engine.m_options;
     const Tokenizer& tokenizer = *m_engine.m_tokenizer;
     GenerateResult result;
-    result.promptTokens = std::int64_t(request.prompt.size());
-    if (request.prompt.empty()) return Status::invalidArgument("empty prompt");
+    if (request.prompt.empty() && request.images.empty())
+        return Status::invalidArgument("empty prompt");
+    for (std::size_t j = 0; j < request.images.size(); ++j) {
+        const PromptImage& image = request.images[j];
+        if (image.image == nullptr)
+            return Status::invalidArgument("image " + std::to_string(j) + " is empty");
+        if (image.offset > request.prompt.size() ||
+            (j > 0 && image.offset < request.images[j - 1].offset)) {
+            return Status::invalidArgument("image " + std::to_string(j) + " has offset " +
+                                           std::to_string(image.offset) +
+                                           ", out of order or past the prompt's " +
+                                           std::to_string(request.prompt.size()) + " tokens");
+        }
+        if (!m_engine.hasVision()) {
+            return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
+        }
+    }
+
+    // The prompt as KV slots: items, their positions, the running position after each, and the
+    // image each image token comes from.
+    const bool mrope = m_engine.m_model->config().multimodalRope;
+    std::vector<Item> items;
+    std::vector<TokenPosition> positions;
+    std::vector<std::int32_t> nextPositions;
+    std::vector<std::int32_t> imageOf;
+    items.reserve(request.prompt.size());
+    std::int32_t running = 0;
+    std::size_t nextImage = 0;
+    for (std::size_t i = 0; i <= request.prompt.size(); ++i) {
+        for (; nextImage < request.images.size() && request.images[nextImage].offset == i;
+             ++nextImage) {
+            const ImagePatches& image = *request.images[nextImage].image;
+            const std::int64_t mergedH = image.gridH / std::max(1, image.mergeSize),
+                               mergedW = image.gridW / std::max(1, image.mergeSize);
+            const std::int32_t after =
+                appendImagePositions(running, mergedH, mergedW, mrope, positions);
+            for (std::int64_t k = 0; k < mergedH * mergedW; ++k) {
+                items.push_back({-1, std::int32_t(k), image.hash});
+                imageOf.push_back(std::int32_t(nextImage));
+                // Inside an image the running position stays at its start until the last token.
+                nextPositions.push_back(k + 1 == mergedH * mergedW ? after : running);
+            }
+            result.imageTokens += mergedH * mergedW;
+            running = after;
+        }
+        if (i == request.prompt.size()) break;
+        items.push_back({request.prompt[i], -1, {}});
+        positions.push_back(textPosition(running));
+        imageOf.push_back(-1);
+        nextPositions.push_back(++running);
+    }
+    result.promptTokens = std::int64_t(items.size());
+    if (items.empty()) return Status::invalidArgument("empty prompt (images without tokens)");
     if (result.promptTokens > options.contextSize) {
         return Status::outOfRange("the prompt has " + std::to_string(result.promptTokens) +
                                   " tokens, more than the context of " +
                                   std::to_string(options.contextSize) +
                                   " (raise the context size)");
     }
-    // Keep the K/V of the longest shared prefix; at least the last prompt token is run again so
-    // that there are logits to sample from.
+    // Keep the K/V of the longest shared prefix (images compared by hash); at least the last
+    // prompt token is run again so that there are logits to sample from.
     std::size_t shared = 0;
-    while (shared < m_tokens.size() && shared + 1 < request.prompt.size() &&
-           m_tokens[shared] == request.prompt[shared]) {
+    while (shared < m_items.size() && shared + 1 < items.size() && m_items[shared] == items[shared])
         ++shared;
-    }
-    m_engine.m_cache->truncate(m_sequence, std::int64_t(shared));
-    m_tokens.resize(shared);
+    truncate(shared);
     result.reusedTokens = std::int64_t(shared);
 
     auto start = std::chrono::steady_clock::now();
+    // Embeddings of the images that are not wholly in the reused prefix.
+    std::vector<std::shared_ptr<const std::vector<float>>> embeddings(request.images.size());
+    std::vector<const float*> inject(items.size(), nullptr);
+    const std::int64_t hidden = m_engine.m_model->config().hiddenSize;
+    for (std::size_t i = shared; i < items.size(); ++i) {
+        if (imageOf[i] < 0) continue;
+        auto& held = embeddings[std::size_t(imageOf[i])];
+        if (held == nullptr) {
+            const auto encodeStart = std::chrono::steady_clock::now();
+            bool encoded = false;
+            Result<std::shared_ptr<const std::vector<float>>> got =
+                m_engine.imageEmbeddings(*request.images[std::size_t(imageOf[i])].image, &encoded);
+            if (!got) return got.status();
+            held = std::move(*got);
+            if (encoded) {
+                ++result.imagesEncoded;
+                result.encodeSeconds += secondsSince(encodeStart);
+            }
+        }
+        inject[i] = held->data() + std::int64_t(items[i].imageToken) * hidden;
+    }
     std::vector<float> logits;
-    IRIS_RETURN_IF_ERROR(feed(std::span(request.prompt).subspan(shared), logits));
+    IRIS_RETURN_IF_ERROR(
+        feed(std::span(items).subspan(shared), std::span(positions).subspan(shared),
+             std::span(nextPositions).subspan(shared), std::span(inject).subspan(shared), logits));
     result.prefillSeconds = secondsSince(start);
 
     start = std::chrono::steady_clock::now();
@@ -177,12 +408,15 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
             result.stop = StopReason::MaxTokens;
             break;
         }
-        if (std::int64_t(m_tokens.size()) + 1 > options.contextSize) {
+        if (std::int64_t(m_items.size()) + 1 > options.contextSize) {
             result.stop = StopReason::ContextFull;
             break;
         }
-        const std::int32_t next[] = {token};
-        IRIS_RETURN_IF_ERROR(feed(next, logits));
+        const Item next[] = {{token, -1, {}}};
+        const TokenPosition position[] = {textPosition(m_nextPosition)};
+        const float* const noEmbedding[] = {nullptr};
+        const std::int32_t after[] = {m_nextPosition + 1};
+        IRIS_RETURN_IF_ERROR(feed(next, position, after, noEmbedding, logits));
     }
     if (result.stop != StopReason::StopString) result.text += decoder.flush();
     result.decodeSeconds = secondsSince(start);

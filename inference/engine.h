@@ -4,6 +4,14 @@
 // A session keeps its tokens' K/V, so the next turn of a conversation computes only what is new
 // after the longest prefix it shares with the previous turn.
 //
+// Images (Qwen2.5-VL, UI-TARS-1.5): with a vision projector (EngineOptions::mmprojPath) a prompt
+// may hold images between its tokens. The engine preprocesses them (prepareImage), runs the
+// vision tower once per distinct image (embeddings are cached by the image's SHA-256, least
+// recently used first out), feeds the embeddings in place of token embeddings and gives them
+// M-RoPE positions (docs: qwen25vl.md §3.2). KV slots and rotary positions are kept apart: after
+// an image of gh x gw merged tokens starting at position s, text resumes at s + max(gh, gw)
+// while the KV slots advance by gh * gw. Prefix reuse compares images by hash, token by token.
+//
 // Not thread-safe: one thread drives an Engine and its sessions (the agent's worker thread);
 // the engine's own compute threads do the parallel work inside each call. Sessions hold a
 // reference to their Engine and must be destroyed first.
@@ -13,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +31,13 @@
 #include "inference/kv_cache.h"
 #include "inference/models/model.h"
 #include "inference/sampler.h"
+#include "inference/sha256.h"
 #include "inference/status.h"
 #include "inference/thread_pool.h"
 #include "inference/tokenizer/tokenizer.h"
+#include "inference/vision/image_positions.h"
+#include "inference/vision/image_preprocess.h"
+#include "inference/vision/vision_model.h"
 
 namespace iris::inference {
 
@@ -35,13 +48,35 @@ struct EngineOptions {
     kernels::TensorType kvType = kernels::TensorType::F16;
     int kvBlockSize = 16;
     std::int64_t prefillChunk = 512;  // tokens per forward pass while reading a prompt
+    // The model's vision projector GGUF (llama.cpp's "mmproj"); empty for text only.
+    std::filesystem::path mmprojPath;
+    // Smart-resize budget and filter for images (patch, merge, mean and std come from the
+    // projector file). The defaults are llama.cpp's; see image_preprocess.h.
+    std::int64_t imageMinPixels = 8 * 28 * 28;
+    std::int64_t imageMaxPixels = 4096 * 28 * 28;
+    ResampleFilter imageFilter = ResampleFilter::Bicubic;
+    // Image embeddings kept by hash, least recently used out first: bytes of floats. A 1080p
+    // screenshot is 2691 tokens, 38.6 MB at UI-TARS-7B's width 3584; 0 keeps none.
+    std::int64_t imageCacheBytes = std::int64_t(512) << 20;
+    // Every layer attends densely, also where the architecture attends sparsely (MiniMax-M3's
+    // MSA layers): for comparisons. IRIS_DENSE_ATTENTION=1 in the environment does the same.
+    bool denseAttention = false;
 };
 
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Cancelled };
 const char* stopReasonName(StopReason reason);
 
+// An image in a prompt: its tokens go before prompt[offset] (offset == prompt.size(): at the
+// end). The caller writes the tokens around it (<|vision_start|> and <|vision_end|> for Qwen2-VL;
+// Engine::splitAtPlaceholders does it for a templated prompt).
+struct PromptImage {
+    std::size_t offset = 0;
+    std::shared_ptr<const ImagePatches> image;  // from Engine::prepareImage
+};
+
 struct GenerateRequest {
     std::vector<std::int32_t> prompt;  // the whole conversation so far, as token ids
+    std::vector<PromptImage> images;   // in offset order; equal offsets keep their order
     SamplingParams sampling;
     std::int64_t maxTokens = 256;
     std::vector<std::string> stopStrings;  // generation ends before the first occurrence
@@ -54,8 +89,11 @@ struct GenerateResult {
     std::vector<std::int32_t> tokens;  // generated, without the end-of-generation token
     std::string text;                  // their text, cut before a stop string
     StopReason stop = StopReason::MaxTokens;
-    std::int64_t promptTokens = 0;
+    std::int64_t promptTokens = 0;  // text tokens plus image tokens
     std::int64_t reusedTokens = 0;  // prompt tokens whose K/V came from the previous turn
+    std::int64_t imageTokens = 0;   // of promptTokens, those images produced
+    int imagesEncoded = 0;          // images the vision tower ran for (others came from cache)
+    double encodeSeconds = 0;       // in the vision tower (part of prefillSeconds)
     double prefillSeconds = 0;
     double decodeSeconds = 0;
 };
@@ -68,21 +106,42 @@ public:
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
-    // Generates a continuation of `request.prompt`. OutOfRange when the prompt does not fit in
-    // the context; InvalidArgument for token ids outside the vocabulary.
+    // Generates a continuation of `request.prompt` with its images. OutOfRange when the prompt
+    // does not fit in the context; InvalidArgument for token ids outside the vocabulary or an
+    // image offset past the prompt; Unsupported for images when no projector is loaded.
     Result<GenerateResult> generate(const GenerateRequest& request);
 
-    // The tokens whose K/V the session holds.
+    // The tokens whose K/V the session holds, one per KV slot; an image's tokens appear as -1.
     const std::vector<std::int32_t>& cachedTokens() const { return m_tokens; }
+    // The rotary position of each of them (t, h, w, e), and the position the next token gets.
+    const std::vector<TokenPosition>& cachedPositions() const { return m_positions; }
+    std::int32_t nextPosition() const { return m_nextPosition; }
 
 private:
     friend class Engine;
+    // What sits in one KV slot: a text token, or token `imageToken` of the image with `hash`.
+    struct Item {
+        std::int32_t token = -1;
+        std::int32_t imageToken = -1;
+        Sha256Digest hash{};
+        bool operator==(const Item& other) const {
+            return token == other.token && imageToken == other.imageToken &&
+                   (imageToken < 0 || hash == other.hash);
+        }
+    };
     Session(Engine& engine, SequenceId sequence) : m_engine(engine), m_sequence(sequence) {}
-    Status feed(std::span<const std::int32_t> tokens, std::vector<float>& logits);
+    Status feed(std::span<const Item> items, std::span<const TokenPosition> positions,
+                std::span<const std::int32_t> nextPositions,
+                std::span<const float* const> embeddings, std::vector<float>& logits);
+    void truncate(std::size_t length);
 
     Engine& m_engine;
     SequenceId m_sequence;
     std::vector<std::int32_t> m_tokens;
+    std::vector<Item> m_items;
+    std::vector<TokenPosition> m_positions;
+    std::vector<std::int32_t> m_nextPositions;  // running position after each slot
+    std::int32_t m_nextPosition = 0;
 };
 
 class Engine {
@@ -92,8 +151,39 @@ public:
     static Result<std::unique_ptr<Engine>> load(const std::filesystem::path& modelPath,
                                                 const EngineOptions& options);
 
+    // Loads with a vision tower made by the caller (tests, or a tower loaded elsewhere) in place
+    // of options.mmprojPath; the same pairing checks apply.
+    static Result<std::unique_ptr<Engine>> load(const std::filesystem::path& modelPath,
+                                                const EngineOptions& options,
+                                                std::unique_ptr<VisionModel> vision);
+
     // A new, empty conversation. OutOfRange when maxSessions are already open.
     Result<std::unique_ptr<Session>> newSession();
+
+    // Whether images can be given (a projector is loaded), and its tower.
+    bool hasVision() const { return m_vision != nullptr; }
+    const VisionModel* vision() const { return m_vision.get(); }
+    const GgufFile* projectorFile() const { return m_projectorFile ? &*m_projectorFile : nullptr; }
+    // The preprocessing the tower expects with this engine's options.
+    ImagePreprocessOptions imageOptions() const;
+    // Decodes (PNG or JPEG) and preprocesses an image for a prompt. Unsupported without a
+    // projector; InvalidArgument for undecodable bytes.
+    Result<std::shared_ptr<const ImagePatches>> prepareImage(
+        std::span<const std::uint8_t> encoded) const;
+    Result<std::shared_ptr<const ImagePatches>> prepareImage(const RgbImage& image) const;
+
+    // The tower's output for `image`, from the cache when an image with the same hash was
+    // encoded recently. `encoded` (optional) is set when the tower ran.
+    Result<std::shared_ptr<const std::vector<float>>> imageEmbeddings(const ImagePatches& image,
+                                                                      bool* encoded = nullptr);
+    std::size_t cachedImageCount() const { return m_imageCache.size(); }
+
+    // Cuts `tokens` at each occurrence of `placeholder` (e.g. <|image_pad|>, which the chat
+    // template writes once per image) and puts images[i] in place of the i-th. InvalidArgument
+    // when the counts differ.
+    static Result<GenerateRequest> splitAtPlaceholders(
+        std::span<const std::int32_t> tokens, std::int32_t placeholder,
+        std::span<const std::shared_ptr<const ImagePatches>> images);
 
     const GgufFile& file() const { return *m_file; }
     const Model& model() const { return *m_model; }
@@ -118,6 +208,14 @@ private:
     std::unique_ptr<ThreadPool> m_pool;
     std::optional<KvCache> m_cache;
     int m_openSessions = 0;
+    std::optional<GgufFile> m_projectorFile;
+    std::unique_ptr<VisionModel> m_vision;
+    struct CachedImage {
+        Sha256Digest hash;
+        std::shared_ptr<const std::vector<float>> embeddings;
+    };
+    std::vector<CachedImage> m_imageCache;  // most recently used last
+    std::int64_t m_imageCacheBytes = 0;
 };
 
 }  // namespace iris::inference

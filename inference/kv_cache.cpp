@@ -14,9 +14,27 @@ Result<KvCache> KvCache::create(const KvCacheOptions& options) {
     if (options.type != kernels::TensorType::F16 && options.type != kernels::TensorType::F32) {
         return Status::invalidArgument("KV cache: element type must be f16 or f32");
     }
+    if (options.indexerDim < 0 || options.indexerFirstLayer < 0 ||
+        (options.indexerDim > 0 && options.indexerFirstLayer >= options.layers)) {
+        return Status::invalidArgument("KV cache: bad indexer key geometry");
+    }
+    if (options.indexerDim > 0) {
+        const int page = options.blockSize, block = options.selectionBlock;
+        if (block <= 0 || (block % page != 0 && page % block != 0)) {
+            return Status::invalidArgument(
+                "KV cache: the block size of " + std::to_string(page) +
+                " tokens does not line up with the sparse-attention selection block of " +
+                std::to_string(block) + " tokens (" + options.selectionBlockKey +
+                "): one must divide the other; use a KV block size that divides " +
+                std::to_string(block));
+        }
+    }
     KvCache cache;
     cache.m_options = options;
-    const std::int64_t bytes = 2 * options.layers * options.blocks * cache.blockBytes();
+    const std::int64_t indexLayers =
+        options.indexerDim > 0 ? options.layers - options.indexerFirstLayer : 0;
+    const std::int64_t bytes = options.blocks * (2 * options.layers * cache.blockBytes() +
+                                                 indexLayers * cache.indexBlockBytes());
     cache.m_storage.resize(std::size_t(bytes));
     cache.m_refCount.assign(std::size_t(options.blocks), 0);
     cache.m_freeList.reserve(std::size_t(options.blocks));
@@ -32,6 +50,35 @@ std::int64_t KvCache::elementBytes() const {
 std::int64_t KvCache::blockBytes() const {
     return std::int64_t(m_options.blockSize) * m_options.kvHeads * m_options.headDim *
            elementBytes();
+}
+
+std::int64_t KvCache::indexBlockBytes() const {
+    return std::int64_t(m_options.blockSize) * m_options.indexerDim * std::int64_t(sizeof(float));
+}
+
+// Indexer pools follow all the K/V pools.
+std::byte* KvCache::indexBase(int layer) {
+    assert(m_options.indexerDim > 0 && layer >= m_options.indexerFirstLayer &&
+           layer < m_options.layers);
+    const std::int64_t kvBytes =
+        2 * std::int64_t(m_options.layers) * m_options.blocks * blockBytes();
+    return m_storage.data() + kvBytes +
+           std::int64_t(layer - m_options.indexerFirstLayer) * m_options.blocks * indexBlockBytes();
+}
+
+const float* KvCache::indexKeys(int layer) const {
+    return reinterpret_cast<const float*>(const_cast<KvCache*>(this)->indexBase(layer));
+}
+
+float* KvCache::indexKeySlot(int layer, SequenceId sequence, std::int64_t position) {
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    assert(position < s.length);
+    const std::size_t index = std::size_t(position / m_options.blockSize);
+    assert(m_refCount[std::size_t(s.blocks[index])] == 1 &&
+           "only positions extend() made room for are written");
+    const std::int64_t row = position % m_options.blockSize;
+    return reinterpret_cast<float*>(indexBase(layer)) +
+           (s.blocks[index] * std::int64_t(m_options.blockSize) + row) * m_options.indexerDim;
 }
 
 std::byte* KvCache::layerBase(int layer, bool value) {
@@ -143,6 +190,11 @@ void KvCache::makePrivate(Sequence& sequence, std::size_t index) {
             std::byte* base = layerBase(layer, value);
             std::memcpy(base + copy * blockBytes(), base + shared * blockBytes(),
                         std::size_t(blockBytes()));
+        }
+        if (m_options.indexerDim > 0 && layer >= m_options.indexerFirstLayer) {
+            std::byte* base = indexBase(layer);
+            std::memcpy(base + copy * indexBlockBytes(), base + shared * indexBlockBytes(),
+                        std::size_t(indexBlockBytes()));
         }
     }
     dropBlock(shared);

@@ -5,6 +5,9 @@
 // written (copy on write). Positions enter attention only through RoPE, so K is stored rotated.
 //
 // Layout per layer: K and V each [block][row in block][kv head][head dim], in f16 or f32.
+// Models with MiniMax sparse attention also keep one f32 indexer key per token on their sparse
+// layers ([block][row][indexerDim], same block ids), so forks, copy on write and truncation
+// treat it like K and V; the selection blocks must line up with the pages.
 // Not thread-safe: the engine's scheduler thread owns it; forward passes read and write
 // reserved slots from the compute threads.
 
@@ -28,11 +31,20 @@ struct KvCacheOptions {
     int blockSize = 16;                                   // tokens per block
     std::int64_t blocks = 0;                              // pool size
     kernels::TensorType type = kernels::TensorType::F16;  // F16 or F32
+    // MiniMax sparse attention (0 = none): layers [indexerFirstLayer, layers) keep an f32
+    // indexer key of indexerDim values per token. selectionBlock (tokens) must be a multiple of
+    // blockSize or divide it; `selectionBlockKey` names where that number came from, for the
+    // error message (read by create() only, so it need not outlive that call).
+    int indexerDim = 0;
+    int indexerFirstLayer = 0;
+    int selectionBlock = 0;
+    const char* selectionBlockKey = "selection block";
 };
 
 class KvCache {
 public:
-    // Allocates the pool. InvalidArgument for a non-positive size or an unsupported type.
+    // Allocates the pool. InvalidArgument for a non-positive size, an unsupported type, or pages
+    // that do not line up with the sparse-attention selection blocks.
     static Result<KvCache> create(const KvCacheOptions& options);
 
     const KvCacheOptions& options() const { return m_options; }
@@ -66,6 +78,12 @@ public:
     const void* keys(int layer) const;
     const void* values(int layer) const;
 
+    // The indexer key of token `position` (indexerDim floats); layer >= indexerFirstLayer. Same
+    // rules as keySlot().
+    float* indexKeySlot(int layer, SequenceId sequence, std::int64_t position);
+    // Base of a layer's indexer key pool: block b row r at base + (b * blockSize + r) * indexerDim.
+    const float* indexKeys(int layer) const;
+
 private:
     struct Sequence {
         bool live = false;
@@ -75,8 +93,10 @@ private:
 
     KvCache() = default;
     std::int64_t elementBytes() const;
-    std::int64_t blockBytes() const;  // one block of K (or V) of one layer
+    std::int64_t blockBytes() const;       // one block of K (or V) of one layer
+    std::int64_t indexBlockBytes() const;  // one block of indexer keys of one layer
     std::byte* layerBase(int layer, bool value);
+    std::byte* indexBase(int layer);
     std::int32_t takeBlock();
     void dropBlock(std::int32_t block);
     void makePrivate(Sequence& sequence, std::size_t index);  // copy a shared block

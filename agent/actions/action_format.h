@@ -17,7 +17,10 @@ enum class ActionFormat {
     Computer13,  // OSWorld's computer_13 JSON: {"action_type": "CLICK", "parameters": {...}}
     Pyautogui,   // OSWorld's pyautogui: Python code in a ```python fence, or WAIT/DONE/FAIL
     UiTars,      // UI-TARS: "Thought: ...\nAction: click(start_box='(x,y)')"
-    ToolCalls,   // OpenAI tool calls, or Qwen/Hermes <tool_call>{...}</tool_call> in the text
+    // OpenAI tool calls, or in the text Qwen/Hermes <tool_call>{...}</tool_call> or MiniMax-M3's
+    // ]<]minimax[>[<tool_call> XML (after an optional <mm:think> reasoning block, which becomes
+    // the step's thought)
+    ToolCalls,
 };
 
 // "computer13", "pyautogui", "uitars", "tools" (also "computer_13" and "tool_calls").

@@ -1,6 +1,12 @@
-// Tool calling: OpenAI-style tool_calls, and Qwen/Hermes <tool_call>{"name": ..., "arguments":
-// {...}}</tool_call> blocks in the text. The tools and their JSON Schemas are defined here too, so
-// that what the model is offered and what the parser accepts cannot drift apart.
+// Tool calling: OpenAI-style tool_calls, Qwen/Hermes <tool_call>{"name": ..., "arguments":
+// {...}}</tool_call> blocks in the text, and MiniMax-M3's ]<]minimax[>[<tool_call> XML. The tools
+// and their JSON Schemas are defined here too, so that what the model is offered and what the
+// parser accepts cannot drift apart.
+//
+// MiniMax-M3 is not a format of its own: its actions are the same tools, offered the same way,
+// and its tool-call block (opened by a special token no other model writes) cannot be mistaken
+// for Qwen's, so the tools format reads both and the user need not know which model speaks
+// which.
 #include <cmath>
 #include <optional>
 
@@ -8,6 +14,7 @@
 
 #include "agent/actions/key_names.h"
 #include "agent/actions/parse_common.h"
+#include "inference/chat_template.h"
 
 namespace iris::agent {
 namespace {
@@ -217,25 +224,19 @@ void parseTextArguments(std::string_view name, std::string_view text, const std:
 }  // namespace
 
 namespace detail {
+namespace {
 
-void parseToolCalls(const ChatResponse& response, const ParseOptions& options, ParsedStep& step) {
-    int index = 0;
-    for (const ToolCall& call : response.toolCalls) {
-        ++index;
-        const std::string where =
-            "tool call " + std::to_string(index) + " (" + snippet(call.name, 40) + ")";
-        parseTextArguments(call.name, call.arguments, where, options, step);
-    }
-    // Qwen/Hermes: <tool_call>{...}</tool_call> in the text; a last block may lack its closing
-    // tag when generation stopped there.
-    std::string_view text = response.text;
-    std::string thought;
+// Qwen/Hermes: <tool_call>{...}</tool_call> in the text; a last block may lack its closing tag
+// when generation stopped there. Returns the text outside the blocks.
+std::string parseQwenToolCalls(std::string_view text, const ParseOptions& options, int& index,
+                               ParsedStep& step) {
+    std::string outside;
     constexpr std::string_view kOpen = "<tool_call>";
     constexpr std::string_view kClose = "</tool_call>";
     std::size_t pos = 0;
     while (true) {
         const std::size_t open = text.find(kOpen, pos);
-        thought += text.substr(pos, open == std::string_view::npos ? open : open - pos);
+        outside += text.substr(pos, open == std::string_view::npos ? open : open - pos);
         if (open == std::string_view::npos) break;
         const std::size_t bodyStart = open + kOpen.size();
         const std::size_t close = text.find(kClose, bodyStart);
@@ -266,7 +267,65 @@ void parseToolCalls(const ChatResponse& response, const ParseOptions& options, P
             parseOne(name->get<std::string>(), *arguments, named, options, step);
         }
     }
-    step.thought = std::string(trim(thought));
+    return outside;
+}
+
+// Every tool Iris offers, as the JSON the chat template is given: the M3 parser reads their
+// schemas to tell a string parameter ("text": "42") from a number.
+const std::vector<std::string>& allToolsJson() {
+    static const std::vector<std::string> tools = [] {
+        std::vector<std::string> out;
+        for (const ToolDefinition& tool : toolDefinitions(true, true)) {
+            nlohmann::json json = {{"name", tool.name}, {"description", tool.description}};
+            json["parameters"] = nlohmann::json::parse(tool.parametersSchema);
+            out.push_back(json.dump());
+        }
+        return out;
+    }();
+    return tools;
+}
+
+bool looksLikeMiniMaxM3(std::string_view text) {
+    return text.find(inference::kMiniMaxNamespace) != std::string_view::npos ||
+           text.find("</mm:think>") != std::string_view::npos ||
+           text.find("<mm:think>") != std::string_view::npos;
+}
+
+}  // namespace
+
+void parseToolCalls(const ChatResponse& response, const ParseOptions& options, ParsedStep& step) {
+    int index = 0;
+    for (const ToolCall& call : response.toolCalls) {
+        ++index;
+        const std::string where =
+            "tool call " + std::to_string(index) + " (" + snippet(call.name, 40) + ")";
+        parseTextArguments(call.name, call.arguments, where, options, step);
+    }
+    std::string_view text = response.text;
+    std::string reasoning;
+    std::string rest;
+    if (looksLikeMiniMaxM3(text)) {
+        inference::MiniMaxM3Output m3 = inference::parseMiniMaxM3Output(text, allToolsJson());
+        for (const std::string& error : m3.errors)
+            step.errors.push_back("MiniMax-M3 answer: " + error);
+        for (const inference::ChatToolCall& call : m3.toolCalls) {
+            ++index;
+            const std::string where =
+                "tool call " + std::to_string(index) + " (" + snippet(call.name, 40) + ")";
+            parseTextArguments(call.name, call.argumentsJson, where, options, step);
+        }
+        reasoning = std::move(m3.reasoning);
+        rest = std::move(m3.content);
+        text = rest;
+    }
+    // Qwen's syntax too, in what is left: a model may fall back to the more common syntax.
+    const std::string outside = parseQwenToolCalls(text, options, index, step);
+    const std::string_view said = trim(outside);
+    if (reasoning.empty()) {
+        step.thought = std::string(said);
+    } else {
+        step.thought = said.empty() ? reasoning : reasoning + "\n\n" + std::string(said);
+    }
 }
 
 }  // namespace detail

@@ -1,5 +1,6 @@
 #include "agent/clients/local_engine_client.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "agent/clients/openai_protocol.h"
@@ -100,6 +101,27 @@ std::string LocalEngineClient::describe() const {
     return "local " + m_name;
 }
 
+Result<std::vector<std::shared_ptr<const inference::ImagePatches>>>
+LocalEngineClient::prepareImages(const std::vector<std::shared_ptr<const EncodedImage>>& images) {
+    std::erase_if(m_prepared, [](const PreparedImage& p) { return p.source.expired(); });
+    std::vector<std::shared_ptr<const inference::ImagePatches>> out;
+    for (std::size_t i = 0; i < images.size(); ++i) {
+        const auto known = std::find_if(m_prepared.begin(), m_prepared.end(), [&](const auto& p) {
+            return p.source.lock() == images[i];
+        });
+        if (known != m_prepared.end()) {
+            out.push_back(known->patches);
+            continue;
+        }
+        Result<std::shared_ptr<const inference::ImagePatches>> patches =
+            m_engine->prepareImage(images[i]->bytes);
+        if (!patches) return patches.status().withContext("image " + std::to_string(i + 1) + ": ");
+        m_prepared.push_back({images[i], *patches});
+        out.push_back(*patches);
+    }
+    return out;
+}
+
 void LocalEngineClient::cancel() {
     m_cancelled = true;
 }
@@ -108,13 +130,15 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
                                                  const TextStream& onText) {
     m_cancelled = false;
     const Clock::time_point start = Clock::now();
+    std::vector<std::shared_ptr<const EncodedImage>> images;
     for (const ChatMessage& message : request.messages) {
         for (const ContentPart& part : message.content) {
-            if (part.isImage()) {
-                return Status::unsupported(
-                    m_name + ": this model has no vision tower loaded (pass --mmproj)");
-            }
+            if (part.isImage()) images.push_back(part.image);
         }
+    }
+    if (!images.empty() && !m_engine->hasVision()) {
+        return Status::unsupported(m_name +
+                                   ": this model has no vision tower loaded (pass --mmproj)");
     }
     Result<std::string> prompt = renderPrompt(m_engine->chatTemplate(), request);
     if (!prompt) return prompt.status().withContext(m_name + ": ");
@@ -122,10 +146,27 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
         return Status::invalidArgument("maxTokens must be positive, not " +
                                        std::to_string(request.maxTokens));
 
-    inference::GenerateRequest generate;
     // The template writes the special tokens as text; message text goes through it too, so a
     // message that spells "<|im_end|>" is read as that token (as llama.cpp's server does).
-    generate.prompt = m_engine->tokenizer().encode(*prompt, /*parseSpecial=*/true);
+    std::vector<std::int32_t> tokens = m_engine->tokenizer().encode(*prompt, /*parseSpecial=*/true);
+    inference::GenerateRequest generate;
+    if (images.empty()) {
+        generate.prompt = std::move(tokens);
+    } else {
+        Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> patches =
+            prepareImages(images);
+        if (!patches) return patches.status().withContext(m_name + ": ");
+        const std::string_view placeholder = m_engine->chatTemplate().imagePlaceholder();
+        const std::optional<std::int32_t> id = m_engine->tokenizer().findToken(placeholder);
+        if (!id) {
+            return Status::unsupported(m_name + ": the vocabulary has no " +
+                                       std::string(placeholder) + " token for images");
+        }
+        Result<inference::GenerateRequest> split =
+            inference::Engine::splitAtPlaceholders(tokens, *id, *patches);
+        if (!split) return split.status().withContext(m_name + ": ");
+        generate = std::move(*split);
+    }
     generate.sampling = m_settings.sampling;
     generate.sampling.temperature = float(request.temperature);
     generate.sampling.topP = float(request.topP);
@@ -162,6 +203,7 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
     Result<inference::GenerateResult> result = m_session->generate(generate);
     if (!result) return result.status().withContext(m_name + ": ");
     m_lastReused = result->reusedTokens;
+    m_lastImagesEncoded = result->imagesEncoded;
     if (result->stop == inference::StopReason::Cancelled) {
         return Status::cancelled(
             m_name + (callerStopped ? ": cancelled by the text callback" : ": cancelled"));

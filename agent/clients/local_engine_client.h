@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/clients/model_client.h"
 #include "inference/engine.h"
@@ -31,19 +32,25 @@ public:
         LocalEngineSettings settings = {});
     ~LocalEngineClient() override;
 
-    // Unsupported for requests with images (no vision tower yet); InvalidArgument for a tool
-    // schema or tool-call arguments that are not JSON objects; OutOfRange when the prompt does
-    // not fit in the context; Cancelled.
+    // Images go to the engine's vision tower in message order, each where the chat template puts
+    // its placeholder. Unsupported for images when the engine has no projector (--mmproj);
+    // InvalidArgument for an undecodable image, a tool schema or tool-call arguments that are not
+    // JSON objects; OutOfRange when the prompt does not fit in the context; Cancelled.
     Result<ChatResponse> complete(const ChatRequest& request,
                                   const TextStream& onText = {}) override;
     void cancel() override;
     std::string describe() const override;
 
-    // The prompt tokens the last complete() took from the previous turn's cache.
+    // The prompt tokens the last complete() took from the previous turn's cache, and the images
+    // it sent through the vision tower (the others were cached by content).
     std::int64_t lastReusedTokens() const { return m_lastReused; }
+    int lastImagesEncoded() const { return m_lastImagesEncoded; }
     inference::Engine& engine() { return *m_engine; }
 
 private:
+    Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> prepareImages(
+        const std::vector<std::shared_ptr<const EncodedImage>>& images);
+
     LocalEngineClient(std::unique_ptr<inference::Engine> engine,
                       std::unique_ptr<inference::Session> session, std::string name,
                       LocalEngineSettings settings);
@@ -54,7 +61,15 @@ private:
     std::string m_name;
     LocalEngineSettings m_settings;
     std::int64_t m_lastReused = 0;
+    int m_lastImagesEncoded = 0;
     std::atomic<bool> m_cancelled{false};
+    // Preprocessed images by the EncodedImage they came from: a conversation's history holds the
+    // same screenshot objects turn after turn, so each is decoded and resized once.
+    struct PreparedImage {
+        std::weak_ptr<const EncodedImage> source;
+        std::shared_ptr<const inference::ImagePatches> patches;
+    };
+    std::vector<PreparedImage> m_prepared;
 };
 
 // The engine's prompt for `request`: the messages and tools rendered with the model's chat

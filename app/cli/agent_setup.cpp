@@ -57,14 +57,10 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const Arguments& arg
     IRIS_RETURN_IF_ERROR(context.status());
     if (*threads < 1 || *context < 256)
         return Status::invalidArgument("--threads must be >= 1 and --ctx-size >= 256");
-    if (args.has("mmproj")) {
-        return Status::unsupported(
-            "--mmproj: the vision tower is not in Iris's engine yet; use --endpoint with a "
-            "server that runs the model (vLLM, SGLang, llama.cpp's server)");
-    }
     inference::EngineOptions options;
     options.threads = int(*threads);
     options.contextSize = *context;
+    if (std::optional<std::string> mmproj = args.value("mmproj")) options.mmprojPath = *mmproj;
     Result<std::unique_ptr<agent::LocalEngineClient>> client =
         agent::LocalEngineClient::open(*model, options);
     if (!client) return client.status();

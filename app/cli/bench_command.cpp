@@ -1,4 +1,8 @@
 // iris bench --model F.gguf [-p 512] [-n 128] [--threads N] [--json]
+// iris bench --mmproj MM.gguf --image FILE [--repeat R] [--threads N] [--json]
+// With --mmproj: the vision tower's encode time for one image (best of R runs after a warm-up),
+// the image tokens it produces and the arithmetic rate, from a FLOP count of the tower's matrix
+// products and attention for that image's grid.
 // Prefill speed (a p-token prompt), decode speed (n tokens generated from an empty context, as
 // llama-bench's pp and tg tests), and this machine's memory read bandwidth measured in the same
 // run: decoding one token reads every weight once, so bytes-per-token x tokens/s over the bandwidth
@@ -16,13 +20,19 @@
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
 #include "inference/engine.h"
+#include "inference/vision/image_preprocess.h"
+#include "inference/vision/vision_model.h"
 #include "kernels/cpu_features.h"
 
 namespace iris::app {
 namespace {
 
 constexpr OptionSpec kOptions[] = {
-    {"model", "m", true, "GGUF model file (required)"},
+    {"model", "m", true, "GGUF model file (this or --mmproj is required)"},
+    {"mmproj", "", true, "vision projector GGUF: benchmark its tower on --image"},
+    {"image", "", true, "PNG or JPEG file for the vision benchmark"},
+    {"repeat", "r", true, "vision benchmark: timed encodes after one warm-up (default 3)"},
+    {"image-max-tokens", "", true, "image tokens at most (default 4096)"},
     {"prompt-tokens", "p", true, "prompt length for the prefill measurement (default 512)"},
     {"n-gen", "n", true, "tokens to decode (default 128)"},
     {"threads", "t", true, "compute threads (default: all cores)"},
@@ -80,16 +90,151 @@ double decodeBytesPerToken(const inference::GgufFile& file, std::int64_t hidden)
     return bytes;
 }
 
+// Multiply-adds x 2 of one encode of a gridH x gridW-patch image by a Qwen2.5-VL tower: patch
+// embedding, per block Q/K/V/O and the gated MLP, attention within windows (window layers) or
+// over all patches (full layers), then the merger's two matrices.
+double visionFlops(const inference::VisionConfig& c, const inference::ImagePatches& image) {
+    const double N = double(image.patchCount()), C = double(c.width), I = double(c.ffnSize);
+    const double merged = double(image.tokenCount());
+    double flops = 2 * N * double(image.patchValues()) * C;
+    // Patches per window: windows of (window / patch / merge)^2 merged tokens, partial at edges.
+    const std::int64_t side =
+        std::max<std::int64_t>(1, c.windowSize / std::max(1, c.patchSize * c.mergeSize));
+    const std::int64_t gh = image.gridH / image.mergeSize, gw = image.gridW / image.mergeSize;
+    double windowPairs = 0;  // sum over windows of patches^2
+    for (std::int64_t y = 0; y < gh; y += side) {
+        for (std::int64_t x = 0; x < gw; x += side) {
+            const double patches = double(std::min(side, gh - y) * std::min(side, gw - x)) *
+                                   double(image.mergeSize * image.mergeSize);
+            windowPairs += patches * patches;
+        }
+    }
+    for (std::int64_t b = 0; b < c.blocks; ++b) {
+        const bool full = c.fullAttentionPeriod > 0 && (b + 1) % c.fullAttentionPeriod == 0;
+        flops += 2 * N * C * C * 4 + 2 * N * C * I * 3;
+        flops += 2 * 2 * (full ? N * N : windowPairs) * C;
+    }
+    const double M = double(image.mergeSize * image.mergeSize) * C;
+    flops += 2 * merged * M * M + 2 * merged * M * double(c.projectionDim);
+    return flops;
+}
+
+int runVisionBench(const Arguments& args, const std::string& mmproj, int threads) {
+    const std::optional<std::string> imagePath = args.value("image");
+    if (!imagePath) {
+        std::cerr << "iris bench: --mmproj needs --image FILE\n";
+        return 2;
+    }
+    const Result<std::int64_t> repeat = args.integer("repeat", 3),
+                               maxTokens = args.integer("image-max-tokens", 4096);
+    if (!repeat || !maxTokens || *repeat < 1 || *maxTokens < 8) {
+        std::cerr << "iris bench: --repeat must be >= 1 and --image-max-tokens >= 8\n";
+        return 2;
+    }
+    Result<inference::GgufFile> file = inference::GgufFile::open(mmproj);
+    if (!file) {
+        std::cerr << "iris bench: " << file.status().message() << '\n';
+        return 1;
+    }
+    Result<std::unique_ptr<inference::VisionModel>> tower = inference::VisionModel::load(*file);
+    if (!tower) {
+        std::cerr << "iris bench: " << tower.status().message() << '\n';
+        return 1;
+    }
+    const inference::VisionConfig& config = (*tower)->config();
+    Result<inference::RgbImage> image = inference::readImageFile(*imagePath);
+    if (!image) {
+        std::cerr << "iris bench: " << image.status().message() << '\n';
+        return 1;
+    }
+    inference::ImagePreprocessOptions pre;
+    pre.patchSize = config.patchSize;
+    pre.mergeSize = config.mergeSize;
+    pre.mean = config.imageMean;
+    pre.std = config.imageStd;
+    pre.maxPixels = *maxTokens * std::int64_t(config.patchSize * config.mergeSize) *
+                    (config.patchSize * config.mergeSize);
+    const auto preStart = Clock::now();
+    Result<inference::ImagePatches> patches = inference::preprocessImage(*image, pre);
+    const double preprocessSeconds = seconds(preStart, Clock::now());
+    if (!patches) {
+        std::cerr << "iris bench: " << *imagePath << ": " << patches.status().message() << '\n';
+        return 1;
+    }
+    inference::ThreadPool pool(threads);
+    std::vector<float> embeddings;
+    double best = 1e300;
+    for (std::int64_t run = 0; run <= *repeat; ++run) {  // run 0 warms up
+        const auto start = Clock::now();
+        if (Status s = (*tower)->encode(*patches, pool, embeddings); !s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 1;
+        }
+        if (run > 0) best = std::min(best, seconds(start, Clock::now()));
+    }
+    const double flops = visionFlops(config, *patches);
+    const double gflops = flops / best / 1e9;
+    if (args.has("json")) {
+        const nlohmann::ordered_json report = {
+            {"mmproj", mmproj},
+            {"projector", config.projectorName},
+            {"image", *imagePath},
+            {"threads", threads},
+            {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
+            {"image_width", patches->originalWidth},
+            {"image_height", patches->originalHeight},
+            {"resized_width", patches->resizedWidth},
+            {"resized_height", patches->resizedHeight},
+            {"patches", patches->patchCount()},
+            {"image_tokens", patches->tokenCount()},
+            {"preprocess_s", preprocessSeconds},
+            {"encode_s", best},
+            {"gflop", flops / 1e9},
+            {"gflop_per_s", gflops},
+        };
+        std::cout << report.dump() << '\n';
+    } else {
+        std::printf("mmproj: %s (%s), %d threads, %s kernels\n", mmproj.c_str(),
+                    config.projectorName.c_str(), threads,
+                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+        std::printf(
+            "image: %dx%d resized to %dx%d: %lld patches, %lld image tokens (%.3f s "
+            "preprocessing)\n",
+            patches->originalWidth, patches->originalHeight, patches->resizedWidth,
+            patches->resizedHeight, static_cast<long long>(patches->patchCount()),
+            static_cast<long long>(patches->tokenCount()), preprocessSeconds);
+        std::printf("encode: %.3f s (best of %lld) = %.1f GFLOP/s (%.1f GFLOP per image)\n", best,
+                    static_cast<long long>(*repeat), gflops, flops / 1e9);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int runBench(int argc, char** argv) {
     Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
     if (args && args->has("help")) {
-        std::cout << "Usage: iris bench --model F.gguf [options]\n\n" << Arguments::usage(kOptions);
+        std::cout << "Usage: iris bench --model F.gguf [options]\n"
+                     "       iris bench --mmproj MM.gguf --image FILE [options]\n\n"
+                  << Arguments::usage(kOptions);
         return 0;
     }
     if (!args) {
         std::cerr << "iris bench: " << args.status().message() << '\n';
+        return 2;
+    }
+    if (std::optional<std::string> mmproj = args->value("mmproj"); mmproj && !args->has("model")) {
+        const Result<std::int64_t> visionThreads =
+            args->integer("threads", inference::ThreadPool::hardwareThreads());
+        if (!visionThreads || *visionThreads < 1) {
+            std::cerr << "iris bench: --threads must be at least 1\n";
+            return 2;
+        }
+        return runVisionBench(*args, *mmproj, int(*visionThreads));
+    }
+    if (args->has("mmproj")) {
+        std::cerr
+            << "iris bench: give --model (text) or --mmproj with --image (vision), not both\n";
         return 2;
     }
     const Result<std::string> model = args->required("model");

@@ -1,4 +1,8 @@
-// iris generate --model F.gguf --prompt TEXT [-n N] [--temp T] [--seed S] [--chat] [--print-ids]
+// iris generate --model F.gguf [--mmproj MM.gguf --image FILE...] --prompt TEXT [-n N] [--temp T]
+//               [--seed S] [--chat] [--print-ids]
+// Images: without --chat each image goes where the prompt says <__media__> (or, without any
+// marker, all before the prompt), wrapped in <|vision_start|> ... <|vision_end|> as llama.cpp's
+// mtmd tools do; with --chat the chat template places them.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -13,6 +17,11 @@ namespace {
 
 constexpr OptionSpec kOptions[] = {
     {"model", "m", true, "GGUF model file (required)"},
+    {"mmproj", "", true, "the model's vision projector GGUF (needed for --image)"},
+    {"image", "", true,
+     "PNG or JPEG file (repeatable); goes where the prompt says <__media__>, else before it"},
+    {"image-max-tokens", "", true, "image tokens at most per image (default 4096)"},
+    {"image-min-tokens", "", true, "image tokens at least per image (default 8)"},
     {"prompt", "p", true, "prompt text (required); special tokens like <|im_start|> are parsed"},
     {"n-predict", "n", true, "tokens to generate at most (default 128)"},
     {"temp", "", true, "temperature; 0 = greedy (default 0.8)"},
@@ -37,13 +46,67 @@ int usageError(const std::string& message) {
     return 2;
 }
 
+int failure(const Status& status) {
+    std::cerr << "iris generate: " << status.message() << '\n';
+    return 1;
+}
+
+std::size_t countMarkers(const std::string& text) {
+    std::size_t count = 0;
+    const std::string marker = inference::kImageMarker;
+    for (std::size_t at = text.find(marker); at != std::string::npos;
+         at = text.find(marker, at + marker.size()))
+        ++count;
+    return count;
+}
+
+// The raw-text layout: text chunks tokenized apart, each image as <|vision_start|> IMAGE
+// <|vision_end|> where its marker stood.
+Result<inference::GenerateRequest> rawPromptWithImages(
+    const inference::Tokenizer& tokenizer, const std::string& text,
+    const std::vector<std::shared_ptr<const inference::ImagePatches>>& images) {
+    const std::optional<std::int32_t> start = tokenizer.findToken("<|vision_start|>");
+    const std::optional<std::int32_t> end = tokenizer.findToken("<|vision_end|>");
+    if (!start || !end) {
+        return Status::unsupported(
+            "the model's vocabulary has no <|vision_start|>/<|vision_end|> tokens");
+    }
+    inference::GenerateRequest request;
+    if (tokenizer.addBosToken() && tokenizer.bosId()) request.prompt.push_back(*tokenizer.bosId());
+    const std::string marker = inference::kImageMarker;
+    std::size_t from = 0, next = 0;
+    auto addText = [&](std::string_view chunk) {
+        const std::vector<std::int32_t> ids = tokenizer.encode(chunk, /*parseSpecial=*/true);
+        request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
+    };
+    auto addImage = [&] {
+        request.prompt.push_back(*start);
+        request.images.push_back({request.prompt.size(), images[next++]});
+        request.prompt.push_back(*end);
+    };
+    if (countMarkers(text) == 0) {
+        while (next < images.size())
+            addImage();
+        addText(text);
+        return request;
+    }
+    for (std::size_t at; (at = text.find(marker, from)) != std::string::npos;
+         from = at + marker.size()) {
+        addText(std::string_view(text).substr(from, at - from));
+        addImage();
+    }
+    addText(std::string_view(text).substr(from));
+    return request;
+}
+
 }  // namespace
 
 int runGenerate(int argc, char** argv) {
     Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
     if (!args) return usageError(args.status().message());
     if (args->has("help")) {
-        std::cout << "Usage: iris generate --model F.gguf --prompt TEXT [options]\n\n"
+        std::cout << "Usage: iris generate --model F.gguf [--mmproj MM.gguf --image FILE] "
+                     "--prompt TEXT [options]\n\n"
                   << Arguments::usage(kOptions);
         return 0;
     }
@@ -69,34 +132,89 @@ int runGenerate(int argc, char** argv) {
     }
     if (*n < 0 || *threads < 1 || *ctx < 1)
         return usageError("-n must be >= 0, --threads and --ctx-size >= 1");
+    const std::vector<std::string> imageFiles = args->values("image");
+    const Result<std::int64_t> maxImageTokens = args->integer("image-max-tokens", 4096),
+                               minImageTokens = args->integer("image-min-tokens", 8);
+    if (!maxImageTokens) return usageError(maxImageTokens.status().message());
+    if (!minImageTokens) return usageError(minImageTokens.status().message());
+    if (*minImageTokens < 1 || *maxImageTokens < *minImageTokens)
+        return usageError("--image-min-tokens must be >= 1 and <= --image-max-tokens");
+    if (!imageFiles.empty() && !args->has("mmproj"))
+        return usageError("--image needs the model's vision projector: pass --mmproj MM.gguf");
+    const std::size_t markers = countMarkers(*prompt);
+    if (markers != 0 && markers != imageFiles.size()) {
+        return usageError("the prompt has " + std::to_string(markers) + " " +
+                          inference::kImageMarker + " markers for " +
+                          std::to_string(imageFiles.size()) + " --image files");
+    }
 
     inference::EngineOptions options;
     options.threads = int(*threads);
     options.contextSize = *ctx;
+    if (std::optional<std::string> mmproj = args->value("mmproj")) options.mmprojPath = *mmproj;
+    options.imageMaxPixels = *maxImageTokens * 28 * 28;
+    options.imageMinPixels = *minImageTokens * 28 * 28;
     Result<std::unique_ptr<inference::Engine>> engine = inference::Engine::load(*model, options);
-    if (!engine) {
-        std::cerr << "iris generate: " << engine.status().message() << '\n';
-        return 1;
-    }
+    if (!engine) return failure(engine.status());
     const inference::Tokenizer& tokenizer = (*engine)->tokenizer();
 
-    std::string text = *prompt;
+    std::vector<std::shared_ptr<const inference::ImagePatches>> images;
+    for (const std::string& file : imageFiles) {
+        Result<inference::RgbImage> decoded = inference::readImageFile(file);
+        if (!decoded) return failure(decoded.status());
+        Result<std::shared_ptr<const inference::ImagePatches>> patches =
+            (*engine)->prepareImage(*decoded);
+        if (!patches) return failure(patches.status().withContext(file + ": "));
+        std::cerr << "iris generate: " << file << ": " << (*patches)->originalWidth << "x"
+                  << (*patches)->originalHeight << " resized to " << (*patches)->resizedWidth << "x"
+                  << (*patches)->resizedHeight << ", " << (*patches)->tokenCount()
+                  << " image tokens\n";
+        images.push_back(*patches);
+    }
+
+    inference::GenerateRequest request;
     if (args->has("chat")) {
+        std::string content = *prompt;
+        if (markers == 0) {  // images first, as llama.cpp's mtmd tools do
+            std::string prefix;
+            for (std::size_t i = 0; i < images.size(); ++i)
+                prefix += inference::kImageMarker;
+            content = prefix + content;
+        }
         std::vector<inference::ChatMessage> messages;
         if (std::optional<std::string> system = args->value("system"))
             messages.push_back({"system", *system, {}});
-        messages.push_back({"user", *prompt, {}});
+        messages.push_back({"user", content, {}});
         Result<std::string> rendered = (*engine)->chatTemplate().render(messages, {});
-        if (!rendered) {
-            std::cerr << "iris generate: " << rendered.status().message() << '\n';
-            return 1;
+        if (!rendered) return failure(rendered.status());
+        std::vector<std::int32_t> ids;
+        if (tokenizer.addBosToken() && tokenizer.bosId()) ids.push_back(*tokenizer.bosId());
+        const std::vector<std::int32_t> body = tokenizer.encode(*rendered, /*parseSpecial=*/true);
+        ids.insert(ids.end(), body.begin(), body.end());
+        if (images.empty()) {
+            request.prompt = std::move(ids);
+        } else {
+            const std::string_view placeholder = (*engine)->chatTemplate().imagePlaceholder();
+            const std::optional<std::int32_t> pad = tokenizer.findToken(placeholder);
+            if (!pad) {
+                return failure(Status::unsupported("the model's vocabulary has no " +
+                                                   std::string(placeholder) + " token"));
+            }
+            Result<inference::GenerateRequest> split =
+                inference::Engine::splitAtPlaceholders(ids, *pad, images);
+            if (!split) return failure(split.status());
+            request = std::move(*split);
         }
-        text = *rendered;
+    } else if (images.empty()) {
+        if (tokenizer.addBosToken() && tokenizer.bosId())
+            request.prompt.push_back(*tokenizer.bosId());
+        const std::vector<std::int32_t> ids = tokenizer.encode(*prompt, /*parseSpecial=*/true);
+        request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
+    } else {
+        Result<inference::GenerateRequest> built = rawPromptWithImages(tokenizer, *prompt, images);
+        if (!built) return failure(built.status());
+        request = std::move(*built);
     }
-    inference::GenerateRequest request;
-    if (tokenizer.addBosToken() && tokenizer.bosId()) request.prompt.push_back(*tokenizer.bosId());
-    const std::vector<std::int32_t> ids = tokenizer.encode(text, /*parseSpecial=*/true);
-    request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
     request.maxTokens = *n;
     request.stopStrings = args->values("stop");
     request.sampling = {.temperature = float(*temp),
@@ -113,8 +231,9 @@ int runGenerate(int argc, char** argv) {
         return true;
     };
     std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, "
-              << request.prompt.size() << " prompt tokens, seed " << *seed << ", "
-              << options.threads << " threads\n";
+              << request.prompt.size() << " prompt tokens";
+    if (!images.empty()) std::cerr << " and " << images.size() << " images";
+    std::cerr << ", seed " << *seed << ", " << options.threads << " threads\n";
 
     Result<std::unique_ptr<inference::Session>> session = (*engine)->newSession();
     if (!session) {
@@ -142,6 +261,12 @@ int runGenerate(int argc, char** argv) {
                  inference::stopReasonName(result->stop),
                  static_cast<long long>(result->promptTokens), prefillRate, result->tokens.size(),
                  decodeRate);
+    if (!images.empty()) {
+        std::fprintf(stderr,
+                     "iris generate: %lld image tokens; vision tower ran for %d images in %.2f s\n",
+                     static_cast<long long>(result->imageTokens), result->imagesEncoded,
+                     result->encodeSeconds);
+    }
     return 0;
 }
 

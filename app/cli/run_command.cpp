@@ -11,6 +11,8 @@
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
+#include "inference/engine.h"
+#include "inference/vision/image_preprocess.h"
 
 namespace iris::app {
 namespace {
@@ -23,7 +25,9 @@ std::vector<OptionSpec> runOptions() {
          "web:DIR, url:URL, desktop or desktop:private (default web:. with --target)"},
         {"target", "", true, "a mockup image: visual-feedback mode (score, keep or revert edits)"},
         {"action-format", "f", true, "tools, computer13, pyautogui or uitars (default tools)"},
-        {"coords", "", true, "the model's coordinates: pixels, relative1000 or resized:WxH"},
+        {"coords", "", true,
+         "the model's coordinates: pixels, relative1000, resized:WxH, or resized (the local "
+         "engine's smart resize of the viewport: UI-TARS and Qwen2.5-VL with --mmproj)"},
         {"max-steps", "", true, "model calls at most (default 15)"},
         {"history", "", true, "screenshots kept in the prompt (default 3)"},
         {"viewport", "", true, "browser viewport or private display size (default 1280x800)"},
@@ -76,9 +80,31 @@ Result<TaskFile> readTaskFile(const std::string& path) {
     return task;
 }
 
-Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text) {
+// `screen` is the screenshot size when it is known before the environment starts (the browser
+// viewport, a private display), for "resized": the frame of the image the local engine's vision
+// tower sees, smart-resized with the engine's default pixel budget (image_preprocess.h).
+Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text,
+                                                    std::optional<std::pair<int, int>> screen) {
     agent::CoordinateFrame frame;
     if (text == "pixels") return frame;
+    if (text == "resized") {
+        if (!screen) {
+            return Status::invalidArgument(
+                "--coords resized: the screen size is known only once the desktop runs; give "
+                "resized:WxH");
+        }
+        const inference::EngineOptions engine;
+        inference::ImagePreprocessOptions options;
+        options.minPixels = engine.imageMinPixels;
+        options.maxPixels = engine.imageMaxPixels;
+        Result<inference::ImageSize> size =
+            inference::smartResize(screen->first, screen->second, options);
+        IRIS_RETURN_IF_ERROR(size.status());
+        frame.kind = agent::CoordinateFrame::Kind::ResizedImage;
+        frame.width = size->width;
+        frame.height = size->height;
+        return frame;
+    }
     if (text == "relative1000") {
         frame.kind = agent::CoordinateFrame::Kind::Relative1000;
         return frame;
@@ -92,7 +118,7 @@ Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text) {
         return frame;
     }
     return Status::invalidArgument("--coords '" + text +
-                                   "': expected pixels, relative1000 or resized:WxH");
+                                   "': expected pixels, relative1000, resized or resized:WxH");
 }
 
 }  // namespace
@@ -144,8 +170,11 @@ int runRun(int argc, char** argv) {
         agent::actionFormatFromName(args->value("action-format").value_or("tools"));
     if (!format) return usageError(format.status().message());
     plan.loop.format = *format;
+    std::optional<std::pair<int, int>> screen;
+    if (plan.environment.kind != EnvironmentSpec::Kind::Desktop)
+        screen = std::pair(plan.environment.width, plan.environment.height);
     Result<agent::CoordinateFrame> frame =
-        parseCoordinateFrame(args->value("coords").value_or("pixels"));
+        parseCoordinateFrame(args->value("coords").value_or("pixels"), screen);
     if (!frame) return usageError(frame.status().message());
     plan.loop.frame = *frame;
 

@@ -376,11 +376,10 @@ void SettingsDialog::finishCheck(GgufField* field, quint64 generation, bool ok,
         QString shown = text;
         if (field->role == GgufRole::VisionProjector) {
             shown +=
-                tr("\nIris's engine cannot run the vision tower yet: for image input use an "
-                   "endpoint that serves this model.");
+                tr("\nScreenshots go through this vision tower (it must belong to the model "
+                   "above; the pair is checked when the model loads).");
         }
-        showInfo(field->info, shown,
-                 field->role == GgufRole::VisionProjector ? Tone::Warning : Tone::Normal);
+        showInfo(field->info, shown, Tone::Normal);
     } else {
         field->error = text;
         showInfo(field->info, text, Tone::Error);

@@ -8,8 +8,9 @@
 
 namespace iris::inference {
 
-Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file);    // qwen2.cpp
-Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file);  // qwen2vl.cpp
-Result<std::unique_ptr<Model>> createQwen3(const GgufFile& file);    // qwen3.cpp
+Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file);      // qwen2.cpp
+Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file);    // qwen2vl.cpp
+Result<std::unique_ptr<Model>> createQwen3(const GgufFile& file);      // qwen3.cpp
+Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file);  // minimax_m3.cpp
 
 }  // namespace iris::inference

@@ -208,7 +208,7 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
                        hd = c.headDim, F = c.ffnSize;
     if (T == 0) return {};
     for (const TokenInput& in : batch) {
-        if (in.token < 0 || in.token >= c.vocabSize) {
+        if (in.embedding == nullptr && (in.token < 0 || in.token >= c.vocabSize)) {
             return Status::invalidArgument("token id " + std::to_string(in.token) +
                                            " is outside the vocabulary (" +
                                            std::to_string(c.vocabSize) + " tokens)");
@@ -219,11 +219,15 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
         }
     }
 
-    // Embedding rows, dequantised.
+    // Embedding rows, dequantised; an injected vector (an image token) replaces its row.
     float* x = resized(m_x, T * D);
     const GgufTensor& embedding = *m_weights.tokenEmbedding;
     const std::int64_t embeddingRowBytes = kernels::rowBytes(embedding.type, D);
     for (std::int64_t t = 0; t < T; ++t) {
+        if (const float* injected = batch[std::size_t(t)].embedding) {
+            std::copy(injected, injected + D, x + t * D);
+            continue;
+        }
         kernels::dequantizeRow(
             embedding.type, embedding.data.data() + batch[std::size_t(t)].token * embeddingRowBytes,
             x + t * D, D);

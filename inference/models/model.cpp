@@ -17,6 +17,7 @@ constexpr std::array kArchitectures = {
     Architecture{"qwen2", createQwen2},
     Architecture{"qwen2vl", createQwen2Vl},
     Architecture{"qwen3", createQwen3},
+    Architecture{"minimax-m3", createMiniMaxM3},
 };
 
 }  // namespace
@@ -44,7 +45,13 @@ Result<std::unique_ptr<Model>> createModel(const GgufFile& file) {
 KvCacheOptions Model::kvCacheOptions(std::int64_t blocks, int blockSize,
                                      kernels::TensorType type) const {
     const ModelConfig& c = config();
-    return KvCacheOptions{int(c.layers), int(c.kvHeads), int(c.headDim), blockSize, blocks, type};
+    KvCacheOptions options{int(c.layers), int(c.kvHeads), int(c.headDim), blockSize, blocks, type};
+    options.indexerDim = c.indexerDim;
+    options.indexerFirstLayer = c.indexerFirstLayer;
+    options.selectionBlock = c.selectionBlock;
+    // The key string lives in the model's config, which outlives the cache options.
+    options.selectionBlockKey = c.selectionBlockKey.c_str();
+    return options;
 }
 
 }  // namespace iris::inference

@@ -33,6 +33,13 @@ struct ModelConfig {
     int ropeDims = 0;                   // rotated dimensions per head (partial rotary < headDim)
     std::array<int, 4> ropeSections{};  // M-RoPE: frequency pairs per position component
     bool multimodalRope = false;        // positions carry (t, h, w, e)
+    // MiniMax sparse attention (MSA): layers >= indexerFirstLayer keep an f32 indexer key of
+    // indexerDim values per token in the KV cache and attend to selected blocks of
+    // selectionBlock tokens. indexerDim 0: every layer is dense.
+    int indexerDim = 0;
+    int indexerFirstLayer = 0;
+    int selectionBlock = 0;
+    std::string selectionBlockKey;  // the GGUF key selectionBlock was read from, for errors
 };
 
 // One token of a batch. `slot` is its index in the sequence's KV cache (the token attends to
@@ -44,6 +51,9 @@ struct TokenInput {
     std::int64_t slot = 0;
     std::array<std::int32_t, 4> position{};
     bool wantLogits = false;
+    // When set, the token's input vector (hiddenSize floats) in place of its embedding row: an
+    // image token's output of the vision tower. `token` is then not looked up.
+    const float* embedding = nullptr;
 };
 
 class Model {
@@ -53,6 +63,8 @@ public:
     virtual const ModelConfig& config() const = 0;
 
     // The KV cache geometry this model needs (blocks and block size are the caller's choice).
+    // For a sparse-attention model the block size must divide the selection block (or be a
+    // multiple of it); KvCache::create refuses it otherwise, naming the GGUF key.
     KvCacheOptions kvCacheOptions(std::int64_t blocks, int blockSize,
                                   kernels::TensorType type) const;
 
@@ -62,6 +74,15 @@ public:
     // InvalidArgument for a token id outside the vocabulary or a slot past the sequence's length.
     virtual Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                            std::vector<float>& logits) = 0;
+
+    // Runs every layer with dense attention even where the architecture attends sparsely
+    // (MiniMax-M3's MSA layers still write their indexer keys), for comparisons. Returns whether
+    // the model has sparse layers at all. The environment variable IRIS_DENSE_ATTENTION=1 sets
+    // it when a model is created. Not to be called during forward().
+    virtual bool setDenseAttention(bool dense) {
+        (void)dense;
+        return false;
+    }
 };
 
 // Creates the model for `file` (which must outlive it). Unsupported for an architecture Iris does

@@ -1,5 +1,6 @@
 #include "inference/tokenizer/pre_tokenizer.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -14,34 +15,52 @@ namespace {
 // What the regexes distinguish about a character; End stands for "past the end of the text".
 enum class CharClass : std::uint8_t { Letter, Number, Space, Other, End };
 
-CharClass classify(char32_t c) {
+// The case classes of the GPT-4o regex: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+// [\p{Ll}\p{Lm}\p{Lo}\p{M}]. Modifier and other letters (most scripts without case) and marks
+// are in both; marks are not \p{L}, so their CharClass stays Other.
+enum : std::uint8_t { kUpperCase = 1, kLowerCase = 2 };
+
+struct Classified {
+    CharClass cls;
+    std::uint8_t cases;
+};
+
+Classified classify(char32_t c) {
     if (c < 0x80) {
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return CharClass::Letter;
-        if (c >= '0' && c <= '9') return CharClass::Number;
-        if (c == ' ' || (c >= '\t' && c <= '\r')) return CharClass::Space;
-        return CharClass::Other;
+        if (c >= 'a' && c <= 'z') return {CharClass::Letter, kLowerCase};
+        if (c >= 'A' && c <= 'Z') return {CharClass::Letter, kUpperCase};
+        if (c >= '0' && c <= '9') return {CharClass::Number, 0};
+        if (c == ' ' || (c >= '\t' && c <= '\r')) return {CharClass::Space, 0};
+        return {CharClass::Other, 0};
     }
     const auto cp = static_cast<UChar32>(c);
-    if (u_isUWhiteSpace(cp)) return CharClass::Space;
+    if (u_isUWhiteSpace(cp)) return {CharClass::Space, 0};
     switch (u_charType(cp)) {
         case U_UPPERCASE_LETTER:
-        case U_LOWERCASE_LETTER:
         case U_TITLECASE_LETTER:
+            return {CharClass::Letter, kUpperCase};
+        case U_LOWERCASE_LETTER:
+            return {CharClass::Letter, kLowerCase};
         case U_MODIFIER_LETTER:
         case U_OTHER_LETTER:
-            return CharClass::Letter;
+            return {CharClass::Letter, kUpperCase | kLowerCase};
+        case U_NON_SPACING_MARK:
+        case U_COMBINING_SPACING_MARK:
+        case U_ENCLOSING_MARK:
+            return {CharClass::Other, kUpperCase | kLowerCase};
         case U_DECIMAL_DIGIT_NUMBER:
         case U_LETTER_NUMBER:
         case U_OTHER_NUMBER:
-            return CharClass::Number;
+            return {CharClass::Number, 0};
         default:
-            return CharClass::Other;
+            return {CharClass::Other, 0};
     }
 }
 
 struct Char {
     char32_t codePoint;
     CharClass cls;
+    std::uint8_t cases;
 };
 
 // The decoded text with the byte offset of each character (offsets has one extra entry: the end).
@@ -52,7 +71,9 @@ public:
         m_offsets.reserve(text.size() + 1);
         for (std::size_t pos = 0; pos < text.size();) {
             const utf8::Decoded d = utf8::decodeAt(text, pos);
-            m_chars.push_back({d.codePoint, d.valid ? classify(d.codePoint) : CharClass::Other});
+            const Classified c =
+                d.valid ? classify(d.codePoint) : Classified{CharClass::Other, std::uint8_t{0}};
+            m_chars.push_back({d.codePoint, c.cls, c.cases});
             m_offsets.push_back(pos);
             pos += d.length;
         }
@@ -70,6 +91,16 @@ public:
     // The end of the run of `cls` characters starting at i.
     std::size_t runEnd(std::size_t i, CharClass c) const {
         while (cls(i) == c)
+            ++i;
+        return i;
+    }
+
+    // Whether character i is in the GPT-4o case class `which` (kUpperCase or kLowerCase).
+    bool inCase(std::size_t i, std::uint8_t which) const {
+        return i < m_chars.size() && (m_chars[i].cases & which) != 0;
+    }
+    std::size_t caseRunEnd(std::size_t i, std::uint8_t which) const {
+        while (inCase(i, which))
             ++i;
         return i;
     }
@@ -131,6 +162,57 @@ std::size_t matchQwen2(const Text& t, std::size_t i) {
     return matchTrailingSpace(t, i, end);
 }
 
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* [\p{Ll}\p{Lm}\p{Lo}\p{M}]+ from s (the first alternative of
+// the GPT-4o regex after its optional prefix), or 0. The first class may take characters the
+// second needs; backtracking hands back to the last one the second class accepts.
+std::size_t matchUpperThenLower(const Text& t, std::size_t s) {
+    const std::size_t upper = t.caseRunEnd(s, kUpperCase);
+    for (std::size_t k = upper + 1; k-- > s;) {
+        if (t.inCase(k, kLowerCase)) return t.caseRunEnd(k, kLowerCase);
+    }
+    return 0;
+}
+
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+ [\p{Ll}\p{Lm}\p{Lo}\p{M}]* from s, or 0.
+std::size_t matchUpperRun(const Text& t, std::size_t s) {
+    const std::size_t upper = t.caseRunEnd(s, kUpperCase);
+    return upper == s ? 0 : t.caseRunEnd(upper, kLowerCase);
+}
+
+// GPT-4o (o200k_base), as in its tokenizer.json:
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//  |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//  |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+std::size_t matchGpt4o(const Text& t, std::size_t i) {
+    // [^\r\n\p{L}\p{N}]? : whitespace, punctuation, symbols and marks may lead a word.
+    const CharClass here = t.cls(i);
+    const bool prefix = here != CharClass::Letter && here != CharClass::Number && !t.isCrLf(i);
+    for (const auto match : {matchUpperThenLower, matchUpperRun}) {
+        std::size_t end = prefix ? match(t, i + 1) : 0;
+        if (end == 0) end = match(t, i);
+        if (end != 0) {
+            const std::size_t contraction = matchContraction(t, end, /*foldCase=*/true);
+            return contraction != 0 ? contraction : end;
+        }
+    }
+    // \p{N}{1,3}
+    if (here == CharClass::Number) return std::min(t.runEnd(i, CharClass::Number), i + 3);
+    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+    const std::size_t symbols = (t.at(i) == ' ' && t.cls(i + 1) == CharClass::Other) ? i + 1 : i;
+    if (t.cls(symbols) == CharClass::Other) {
+        std::size_t end = t.runEnd(symbols + 1, CharClass::Other);
+        while (t.isCrLf(end) || t.at(end) == '/')
+            ++end;
+        return end;
+    }
+    // Whitespace, as in Qwen2's regex.
+    const std::size_t end = t.runEnd(i, CharClass::Space);
+    for (std::size_t k = end; k > i; --k) {
+        if (t.isCrLf(k - 1)) return k;
+    }
+    return matchTrailingSpace(t, i, end);
+}
+
 std::size_t matchGpt2(const Text& t, std::size_t i) {
     if (const std::size_t end = matchContraction(t, i, /*foldCase=*/false)) return end;
     // ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+'
@@ -148,12 +230,14 @@ struct NamedPreTokenizer {
 
 // llama.cpp's tokenizer.ggml.pre values for the two regexes (llama-vocab.cpp), minus those that
 // also change other tokenizer settings (jina, roberta: add_sep).
-constexpr std::array<NamedPreTokenizer, 5> kNames = {{
+constexpr std::array<NamedPreTokenizer, 7> kNames = {{
     {"qwen2", PreTokenizer::Qwen2},
     {"deepseek-r1-qwen", PreTokenizer::Qwen2},
     {"stablelm2", PreTokenizer::Qwen2},
     {"gpt-2", PreTokenizer::Gpt2},
     {"phi-2", PreTokenizer::Gpt2},
+    {"gpt-4o", PreTokenizer::Gpt4o},
+    {"minimax-m2", PreTokenizer::Gpt4o},  // MiniMax-M2 and M3
 }};
 
 }  // namespace
@@ -175,13 +259,23 @@ std::string supportedPreTokenizerNames() {
 }
 
 std::string_view preTokenizerName(PreTokenizer kind) {
-    return kind == PreTokenizer::Qwen2 ? "qwen2" : "gpt-2";
+    switch (kind) {
+        case PreTokenizer::Qwen2:
+            return "qwen2";
+        case PreTokenizer::Gpt2:
+            return "gpt-2";
+        case PreTokenizer::Gpt4o:
+            return "gpt-4o";
+    }
+    return "qwen2";
 }
 
 void preTokenize(PreTokenizer kind, std::string_view text, std::vector<std::string_view>& words) {
     const Text t(text);
     for (std::size_t i = 0; i < t.size();) {
-        const std::size_t end = kind == PreTokenizer::Qwen2 ? matchQwen2(t, i) : matchGpt2(t, i);
+        const std::size_t end = kind == PreTokenizer::Qwen2  ? matchQwen2(t, i)
+                                : kind == PreTokenizer::Gpt2 ? matchGpt2(t, i)
+                                                             : matchGpt4o(t, i);
         words.push_back(text.substr(t.offset(i), t.offset(end) - t.offset(i)));
         i = end;
     }

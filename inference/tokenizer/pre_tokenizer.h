@@ -25,6 +25,16 @@ enum class PreTokenizer {
     Qwen2,
     // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+     (GPT-2)
     Gpt2,
+    // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...|'d)?|
+    // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...|'d)?|
+    // \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    // (GPT-4o's o200k; llama.cpp's "gpt-4o" and "minimax-m2", used by MiniMax-M2 and M3). This is
+    // the regex of the models' tokenizer.json, as Hugging Face runs it. llama.cpp runs a rewrite
+    // for std::regex that differs where case meets non-ASCII letters or marks: it counts every
+    // non-ASCII letter as both upper and lower case ("aÉ" one word, not "a" + "É") and marks
+    // (\p{M}) as punctuation, not as part of words. Iris follows the tokenizer the model was
+    // trained with.
+    Gpt4o,
 };
 
 // The pre-tokenizer llama.cpp uses for the tokenizer.ggml.pre value `name`, or nullopt when Iris
@@ -34,7 +44,7 @@ std::optional<PreTokenizer> preTokenizerForName(std::string_view name);
 // The names preTokenizerForName accepts, for error messages: "'qwen2', 'deepseek-r1-qwen', ...".
 std::string supportedPreTokenizerNames();
 
-// The canonical tokenizer.ggml.pre value: "qwen2" or "gpt-2".
+// The canonical tokenizer.ggml.pre value: "qwen2", "gpt-2" or "gpt-4o".
 std::string_view preTokenizerName(PreTokenizer kind);
 
 // Splits `text` into words: consecutive, non-empty byte ranges of `text` that together cover it,

@@ -2,7 +2,8 @@
 // The tokenizer of a GGUF model, read from the metadata llama.cpp's converter writes:
 //   tokenizer.ggml.model        "gpt2" (byte-level BPE; the only model Iris implements)
 //   tokenizer.ggml.pre          the pre-tokenizer regex by name: "qwen2" (Qwen2/2.5/3 and their VL
-//                               models), "gpt-2"; see pre_tokenizer.h for the accepted names
+//                               models), "gpt-2", "minimax-m2" (MiniMax-M2/M3: GPT-4o's regex);
+//                               see pre_tokenizer.h for the accepted names
 //   tokenizer.ggml.tokens       string[n]: token texts (byte-level alphabet for normal tokens)
 //   tokenizer.ggml.token_type   int32[n], optional: TokenType values
 //   tokenizer.ggml.merges       string[]: "left right", highest priority first; both tokens

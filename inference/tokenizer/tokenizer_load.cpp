@@ -24,9 +24,10 @@ constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
 constexpr std::string_view kAddBosKey = "tokenizer.ggml.add_bos_token";
 
 // Control tokens llama.cpp also stops generation at, found by their text (llama-vocab.cpp).
-constexpr std::array<std::string_view, 11> kEndOfGenerationTexts = {
+// "[e~[" ends every MiniMax message (llama.cpp's vocab loader makes it end of generation).
+constexpr std::array<std::string_view, 12> kEndOfGenerationTexts = {
     "<|eot_id|>",      "<|im_end|>", "<|end|>",     "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<|end_of_text|>", "<EOT>",      "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+    "<|end_of_text|>", "<EOT>",      "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",  "[e~[",
 };
 
 std::string shown(std::string_view text) {

@@ -84,6 +84,12 @@ std::vector<std::byte> makeTinyModel(const TinyModelSpec& s) {
             tokens.emplace_back(special);
             types.push_back(3);
         }
+        if (s.withVisionTokens) {
+            for (const char* special : {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"}) {
+                tokens.emplace_back(special);
+                types.push_back(3);
+            }
+        }
         while (std::int64_t(tokens.size()) < s.vocab) {
             tokens.push_back("[PAD" + std::to_string(tokens.size()) + "]");
             types.push_back(5);
@@ -221,6 +227,13 @@ void rotate(double* v, std::int64_t d, const std::array<std::int32_t, 4>& pos,
 
 std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,
                                     const std::vector<std::array<std::int32_t, 4>>& positions) {
+    return referenceLogits(file, tokens, positions,
+                           std::vector<const float*>(tokens.size(), nullptr));
+}
+
+std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,
+                                    const std::vector<std::array<std::int32_t, 4>>& positions,
+                                    const std::vector<const float*>& embeddings) {
     const Reference ref{file, *file.getString("general.architecture")};
     const std::int64_t L = ref.integer("block_count"), D = ref.integer("embedding_length"),
                        H = ref.integer("attention.head_count"),
@@ -243,6 +256,10 @@ std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std:
 
     std::vector<std::vector<double>> x(T);
     for (std::size_t t = 0; t < T; ++t) {
+        if (embeddings[t] != nullptr) {
+            x[t].assign(embeddings[t], embeddings[t] + D);
+            continue;
+        }
         x[t].assign(embedding.begin() + tokens[t] * D, embedding.begin() + (tokens[t] + 1) * D);
     }
     for (std::int64_t l = 0; l < L; ++l) {

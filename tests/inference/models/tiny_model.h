@@ -32,9 +32,12 @@ struct TinyModelSpec {
     // A byte-level vocabulary: ids 0..255 are the bytes, then <|endoftext|>, <|im_start|>,
     // <|im_end|> (control tokens; <|im_end|> is eos), then "[PAD<id>]" up to `vocab`.
     bool withTokenizer = false;
+    // With the tokenizer: <|vision_start|>, <|vision_end|>, <|image_pad|> follow <|im_end|>.
+    bool withVisionTokens = false;
 };
 
 inline constexpr std::int32_t kTinyEndOfText = 256, kTinyImStart = 257, kTinyImEnd = 258;
+inline constexpr std::int32_t kTinyVisionStart = 259, kTinyVisionEnd = 260, kTinyImagePad = 261;
 
 // The serialized GGUF file. Weights are random normal * weightScale, quantised to weightType.
 std::vector<std::byte> makeTinyModel(const TinyModelSpec& spec);
@@ -43,6 +46,11 @@ std::vector<std::byte> makeTinyModel(const TinyModelSpec& spec);
 // (positions[i] = (t, h, w, e)); returns vocab logits for every token, row-major.
 std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,
                                     const std::vector<std::array<std::int32_t, 4>>& positions);
+// The same with input vectors: where embeddings[i] is not null, token i's input is its `hidden`
+// floats (an image token) instead of its embedding row.
+std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,
+                                    const std::vector<std::array<std::int32_t, 4>>& positions,
+                                    const std::vector<const float*>& embeddings);
 
 // Positions 0..n-1 in every component.
 std::vector<std::array<std::int32_t, 4>> textPositions(std::size_t n, std::int32_t start = 0);

@@ -1,0 +1,659 @@
+// The Qwen2.5-VL vision tower and patch merger (clip.projector_type "qwen2.5vl_merger"), as
+// llama.cpp's mmproj GGUFs store it (docs/qwen25vl.md sections 2.2 and 4):
+//   patch embedding (Conv3d 2x14x14, no bias) -> blocks x [RMSNorm, attention with 2-D RoPE,
+//   windowed except every n_wa_pattern-th block; RMSNorm, gated SiLU MLP] -> RMSNorm (post_ln)
+//   -> 4 patches of a 2x2 merge window concatenated -> mm.0, GELU, mm.2.
+// The tower works in window order: merge units (4 consecutive patches) are permuted so that each
+// attention window is a contiguous run of rows, which turns windowed attention into independent
+// dense products; the merged tokens are put back into raster order at the end.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "inference/vision/vision_towers.h"
+#include "kernels/activation.h"
+#include "kernels/fp16.h"
+#include "kernels/gemm.h"
+#include "kernels/matmul.h"
+#include "kernels/rms_norm.h"
+
+namespace iris::inference {
+namespace {
+
+using kernels::TensorType;
+
+constexpr double kRopeTheta = 10000.0;       // fixed in Qwen2.5-VL's VisionRotaryEmbedding
+constexpr std::int64_t kMlpRowChunk = 1024;  // rows of the MLP's (rows x ffn) scratch at a time
+constexpr std::int64_t kQueryChunk = 256;    // query rows of one full-attention task
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string text;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) text.append(" x ");
+        text.append(std::to_string(shape[i]));
+    }
+    return text;
+}
+
+bool isFloatType(TensorType type) {
+    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
+}
+
+float elementAt(TensorType type, const std::byte* data, std::int64_t index) {
+    switch (type) {
+        case TensorType::F16: {
+            std::uint16_t h;
+            std::memcpy(&h, data + 2 * index, 2);
+            return kernels::fp16ToFp32(h);
+        }
+        case TensorType::BF16: {
+            std::uint16_t h;
+            std::memcpy(&h, data + 2 * index, 2);
+            return kernels::bf16ToFp32(h);
+        }
+        default: {
+            float f;
+            std::memcpy(&f, data + 4 * index, 4);
+            return f;
+        }
+    }
+}
+
+// y = x W^T + b: W is (out, in) rows of `type` (ggml shape {in, out}).
+struct Linear {
+    TensorType type = TensorType::F32;
+    const void* weights = nullptr;
+    std::int64_t in = 0;
+    std::int64_t out = 0;
+    const float* bias = nullptr;  // out floats, or null
+};
+
+struct Block {
+    const float* norm1 = nullptr;
+    Linear q, k, v, o;
+    const float* norm2 = nullptr;
+    Linear gate, up, down;
+};
+
+// Reads tensors by name, checking shape and type, with errors naming both. 1-D tensors (norms,
+// biases) are copied to f32 whatever their stored type, so the forward pass reads one format.
+class TensorBinder {
+public:
+    TensorBinder(const GgufFile& file, std::deque<std::vector<float>>& owned)
+        : m_file(file), m_owned(owned) {}
+
+    Result<const GgufTensor*> tensor(const std::string& name,
+                                     const std::vector<std::int64_t>& shape) const {
+        const GgufTensor* t = m_file.findTensor(name);
+        if (t == nullptr)
+            return Status::notFound(m_file.name() + ": missing tensor '" + name + "'");
+        if (t->shape != shape) {
+            return Status::corrupt(m_file.name() + ": tensor '" + name + "' has shape " +
+                                   shapeText(t->shape) + ", expected " + shapeText(shape));
+        }
+        return t;
+    }
+
+    Result<const float*> vector(const std::string& name, std::int64_t size) const {
+        Result<const GgufTensor*> t = tensor(name, {size});
+        if (!t) return t.status();
+        IRIS_RETURN_IF_ERROR(requireFloat(**t));
+        std::vector<float>& values = m_owned.emplace_back(std::size_t(size));
+        for (std::int64_t i = 0; i < size; ++i)
+            values[std::size_t(i)] = elementAt((*t)->type, (*t)->data.data(), i);
+        return values.data();
+    }
+
+    Result<Linear> linear(const std::string& prefix, std::int64_t in, std::int64_t out,
+                          bool bias) const {
+        const std::string name = prefix + ".weight";
+        Result<const GgufTensor*> w = tensor(name, {in, out});
+        if (!w) return w.status();
+        const kernels::TensorTypeInfo& info = kernels::tensorTypeInfo((*w)->type);
+        if (!isFloatType((*w)->type)) {
+            // Quantised weights go through kernels::matmul, which wants whole blocks per row
+            // and 8-bit activations per 32 or 256 values.
+            const std::int64_t block =
+                kernels::activationFormat((*w)->type) == kernels::ActivationFormat::Q8PerBlock256
+                    ? 256
+                    : 32;
+            if (!info.computable || in % block != 0 || in % info.blockElements != 0) {
+                return Status::unsupported(
+                    m_file.name() + ": tensor '" + name + "' has type " + std::string(info.name) +
+                    (info.computable
+                         ? " with rows of " + std::to_string(in) + " values (not a multiple of " +
+                               std::to_string(block) + ")"
+                         : std::string()) +
+                    "; the vision tower computes with f32, f16, bf16 and (whole-block) "
+                    "quantised weights");
+            }
+        }
+        Linear linear{(*w)->type, (*w)->data.data(), in, out, nullptr};
+        if (bias) {
+            Result<const float*> b = vector(prefix + ".bias", out);
+            if (!b) return b.status();
+            linear.bias = *b;
+        }
+        return linear;
+    }
+
+    // The two time slices of the Conv3d patch kernel ({p, p, 3, C} each) as one (C, 3*2*p*p)
+    // f32 matrix whose columns follow ImagePatches' [channel][frame][py][px] layout.
+    Result<std::vector<float>> patchKernel(std::int64_t patch, std::int64_t width) const {
+        const std::string names[2] = {"v.patch_embd.weight", "v.patch_embd.weight.1"};
+        const std::int64_t area = patch * patch;
+        const std::int64_t cols = 3 * 2 * area;
+        std::vector<float> kernel(static_cast<std::size_t>(width * cols));
+        for (int frame = 0; frame < 2; ++frame) {
+            Result<const GgufTensor*> t = tensor(names[frame], {patch, patch, 3, width});
+            if (!t) return t.status();
+            IRIS_RETURN_IF_ERROR(requireFloat(**t));
+            const std::byte* data = (*t)->data.data();
+            for (std::int64_t c = 0; c < width; ++c) {
+                for (std::int64_t ch = 0; ch < 3; ++ch) {
+                    for (std::int64_t i = 0; i < area; ++i) {
+                        kernel[std::size_t(c * cols + (ch * 2 + frame) * area + i)] =
+                            elementAt((*t)->type, data, (c * 3 + ch) * area + i);
+                    }
+                }
+            }
+        }
+        return kernel;
+    }
+
+private:
+    Status requireFloat(const GgufTensor& t) const {
+        if (isFloatType(t.type)) return {};
+        return Status::unsupported(m_file.name() + ": tensor '" + t.name + "' has type " +
+                                   std::string(kernels::tensorTypeInfo(t.type).name) +
+                                   ", expected f32, f16 or bf16");
+    }
+
+    const GgufFile& m_file;
+    std::deque<std::vector<float>>& m_owned;
+};
+
+// Eight independent chains: the compiler may not reorder a float max reduction by itself, and
+// full-attention rows are thousands of scores long.
+float rowMax(const float* x, std::int64_t n) {
+    float m[8];
+    for (float& v : m)
+        v = -INFINITY;
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l)
+            m[l] = std::max(m[l], x[j + l]);
+    for (; j < n; ++j)
+        m[0] = std::max(m[0], x[j]);
+    return *std::max_element(m, m + 8);
+}
+
+// Metadata helpers: errors name the file and the key.
+Result<std::int64_t> positiveInteger(const GgufFile& file, const std::string& key) {
+    Result<std::int64_t> value = file.getInteger(key);
+    if (!value) return value.status();
+    if (*value <= 0 || *value > (std::int64_t(1) << 24)) {
+        return Status::corrupt(file.name() + ": metadata '" + key + "' is " +
+                               std::to_string(*value) + ", expected a positive size");
+    }
+    return value;
+}
+
+Result<std::int64_t> optionalPositiveInteger(const GgufFile& file, const std::string& key,
+                                             std::int64_t fallback) {
+    if (file.find(key) == nullptr) return fallback;
+    return positiveInteger(file, key);
+}
+
+Result<bool> optionalBool(const GgufFile& file, const std::string& key) {
+    const GgufValue* value = file.find(key);
+    if (value == nullptr) return false;
+    if (const auto* flag = std::get_if<bool>(value)) return *flag;
+    return Status::corrupt(file.name() + ": metadata '" + key + "' has type " +
+                           std::string(ggufTypeName(ggufTypeOf(*value))) + ", expected bool");
+}
+
+Status readTriple(const GgufFile& file, const std::string& key, std::array<float, 3>& out) {
+    if (file.find(key) == nullptr) return {};  // the CLIP defaults stay
+    Result<const GgufArray*> array = file.getArray(key);
+    if (!array) return array.status();
+    const auto* floats = std::get_if<std::vector<float>>(&(*array)->elements);
+    if (floats == nullptr || floats->size() != 3) {
+        return Status::corrupt(file.name() + ": metadata '" + key +
+                               "' must be an array of 3 float32 values");
+    }
+    std::copy(floats->begin(), floats->end(), out.begin());
+    return {};
+}
+
+Result<VisionConfig> readConfig(const GgufFile& file) {
+    VisionConfig c;
+    c.projector = ProjectorType::Qwen25VlMerger;
+    c.projectorName = "qwen2.5vl_merger";
+    const auto assign = [](auto& target, auto result) -> Status {
+        if (!result) return result.status();
+        target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
+        return {};
+    };
+    IRIS_RETURN_IF_ERROR(assign(c.blocks, positiveInteger(file, "clip.vision.block_count")));
+    IRIS_RETURN_IF_ERROR(assign(c.width, positiveInteger(file, "clip.vision.embedding_length")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.ffnSize, positiveInteger(file, "clip.vision.feed_forward_length")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.heads, positiveInteger(file, "clip.vision.attention.head_count")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.projectionDim, positiveInteger(file, "clip.vision.projection_dim")));
+    IRIS_RETURN_IF_ERROR(assign(c.patchSize, positiveInteger(file, "clip.vision.patch_size")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.mergeSize, optionalPositiveInteger(file, "clip.vision.spatial_merge_size", 2)));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.windowSize, optionalPositiveInteger(file, "clip.vision.window_size", 112)));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.fullAttentionPeriod, positiveInteger(file, "clip.vision.n_wa_pattern")));
+    const std::string epsKey = "clip.vision.attention.layer_norm_epsilon";
+    if (file.find(epsKey) != nullptr) {
+        Result<double> eps = file.getFloat(epsKey);
+        if (!eps) return eps.status();
+        if (!(*eps > 0.0 && *eps < 1.0))
+            return Status::corrupt(file.name() + ": metadata '" + epsKey + "' is " +
+                                   std::to_string(*eps) + ", expected a small positive number");
+        c.normEps = float(*eps);
+    }
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_mean", c.imageMean));
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_std", c.imageStd));
+
+    if (c.width % c.heads != 0 || (c.width / c.heads) % 4 != 0) {
+        return Status::corrupt(file.name() + ": clip.vision.embedding_length " +
+                               std::to_string(c.width) + " over " + std::to_string(c.heads) +
+                               " heads (clip.vision.attention.head_count) does not give a head "
+                               "size divisible by 4, which the 2-D rotary embedding needs");
+    }
+    c.headDim = c.width / c.heads;
+    if (c.mergeSize != 2) {
+        return Status::unsupported(file.name() + ": clip.vision.spatial_merge_size is " +
+                                   std::to_string(c.mergeSize) +
+                                   "; the qwen2.5vl_merger projector merges 2x2 patches");
+    }
+    if (c.windowSize % (c.patchSize * c.mergeSize) != 0) {
+        return Status::corrupt(file.name() + ": clip.vision.window_size " +
+                               std::to_string(c.windowSize) +
+                               " is not a multiple of patch size x merge size (" +
+                               std::to_string(c.patchSize * c.mergeSize) + " pixels)");
+    }
+    return c;
+}
+
+class Qwen25VlVision final : public VisionModel {
+public:
+    Qwen25VlVision(VisionConfig config, std::vector<float> patchKernel, std::vector<Block> blocks,
+                   const float* postNorm, Linear merger0, Linear merger2, bool siluMlp,
+                   std::deque<std::vector<float>> owned)
+        : m_config(std::move(config)),
+          m_patchKernel(std::move(patchKernel)),
+          m_blocks(std::move(blocks)),
+          m_postNorm(postNorm),
+          m_merger0(merger0),
+          m_merger2(merger2),
+          m_siluMlp(siluMlp),
+          m_owned(std::move(owned)) {}
+
+    const VisionConfig& config() const override { return m_config; }
+
+    Status encode(const ImagePatches& image, ThreadPool& pool,
+                  std::vector<float>& embeddings) const override;
+
+private:
+    // Window layout of one image: the permutation of merge units and the attention windows.
+    struct Layout {
+        // Window-ordered slot j holds the merge unit (4 patches) of raster index unitOrder[j].
+        std::vector<std::int64_t> unitOrder;
+        std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // [begin, end) in patches
+        std::vector<float> cos, sin;  // per window-ordered patch, headDim/2 rotary angles each
+    };
+
+    Status checkImage(const ImagePatches& image) const;
+    Layout makeLayout(const ImagePatches& image) const;
+    void linear(const Linear& l, const float* x, std::ptrdiff_t xStride, std::int64_t m, float* y,
+                std::ptrdiff_t yStride, ThreadPool& pool) const;
+    void norm(const float* x, const float* w, float* y, std::int64_t rows, ThreadPool& pool) const;
+    void rope(float* x, const Layout& layout, std::int64_t rows, ThreadPool& pool) const;
+    void attention(const float* q, const float* k, const float* vt, float* out, std::int64_t rows,
+                   bool full, const Layout& layout, ThreadPool& pool) const;
+
+    VisionConfig m_config;
+    std::vector<float> m_patchKernel;  // (width, 3*2*p*p) f32
+    std::vector<Block> m_blocks;
+    const float* m_postNorm;
+    Linear m_merger0, m_merger2;
+    bool m_siluMlp;                          // false: GELU-gated (a file without clip.use_silu)
+    std::deque<std::vector<float>> m_owned;  // f32 copies of the 1-D tensors
+};
+
+Status Qwen25VlVision::checkImage(const ImagePatches& image) const {
+    const VisionConfig& c = m_config;
+    if (image.patchSize != c.patchSize || image.mergeSize != c.mergeSize ||
+        image.temporalPatch != 2) {
+        return Status::invalidArgument(
+            "image patches are " + std::to_string(image.patchSize) + " px, merge " +
+            std::to_string(image.mergeSize) + ", " + std::to_string(image.temporalPatch) +
+            " frames; the vision tower wants " + std::to_string(c.patchSize) + " px, merge " +
+            std::to_string(c.mergeSize) + ", 2 frames");
+    }
+    if (image.gridH <= 0 || image.gridW <= 0 || image.gridH % c.mergeSize != 0 ||
+        image.gridW % c.mergeSize != 0) {
+        return Status::invalidArgument(
+            "image grid " + std::to_string(image.gridH) + " x " + std::to_string(image.gridW) +
+            " patches is empty or not a multiple of the merge size " + std::to_string(c.mergeSize));
+    }
+    if (image.patchCount() > (std::int64_t(1) << 22)) {
+        return Status::outOfRange("image of " + std::to_string(image.patchCount()) +
+                                  " patches is too large for the vision tower");
+    }
+    const std::int64_t expected = image.patchCount() * image.patchValues();
+    if (std::int64_t(image.values.size()) != expected) {
+        return Status::invalidArgument("image patches hold " + std::to_string(image.values.size()) +
+                                       " values, expected " + std::to_string(expected) + " (" +
+                                       std::to_string(image.patchCount()) + " patches)");
+    }
+    return {};
+}
+
+Qwen25VlVision::Layout Qwen25VlVision::makeLayout(const ImagePatches& image) const {
+    const std::int64_t unitsH = image.gridH / 2, unitsW = image.gridW / 2;
+    const std::int64_t side = m_config.windowSize / (m_config.patchSize * m_config.mergeSize);
+    Layout layout;
+    layout.unitOrder.reserve(std::size_t(unitsH * unitsW));
+    for (std::int64_t wy = 0; wy < unitsH; wy += side) {
+        for (std::int64_t wx = 0; wx < unitsW; wx += side) {
+            const std::int64_t begin = std::int64_t(layout.unitOrder.size()) * 4;
+            for (std::int64_t y = wy; y < std::min(wy + side, unitsH); ++y)
+                for (std::int64_t x = wx; x < std::min(wx + side, unitsW); ++x)
+                    layout.unitOrder.push_back(y * unitsW + x);
+            layout.windows.emplace_back(begin, std::int64_t(layout.unitOrder.size()) * 4);
+        }
+    }
+    // Rotary angles: pair i < headDim/4 turns with the patch row, the rest with the column; the
+    // frequencies restart for the column section (HF VisionRotaryEmbedding(headDim / 2)).
+    const std::int64_t pairs = m_config.headDim / 2, quarter = pairs / 2;
+    std::vector<double> inverse(static_cast<std::size_t>(quarter));
+    for (std::int64_t i = 0; i < quarter; ++i)
+        inverse[std::size_t(i)] = std::pow(kRopeTheta, -2.0 * double(i) / double(pairs));
+    const std::int64_t patches = image.patchCount();
+    layout.cos.resize(std::size_t(patches * pairs));
+    layout.sin.resize(std::size_t(patches * pairs));
+    for (std::int64_t j = 0; j < std::int64_t(layout.unitOrder.size()); ++j) {
+        const std::int64_t unit = layout.unitOrder[std::size_t(j)];
+        for (std::int64_t d = 0; d < 4; ++d) {
+            const double row = double(unit / unitsW * 2 + d / 2);
+            const double col = double(unit % unitsW * 2 + d % 2);
+            const std::size_t base = std::size_t((j * 4 + d) * pairs);
+            for (std::int64_t i = 0; i < pairs; ++i) {
+                const double angle = i < quarter ? row * inverse[std::size_t(i)]
+                                                 : col * inverse[std::size_t(i - quarter)];
+                layout.cos[base + std::size_t(i)] = float(std::cos(angle));
+                layout.sin[base + std::size_t(i)] = float(std::sin(angle));
+            }
+        }
+    }
+    return layout;
+}
+
+void Qwen25VlVision::linear(const Linear& l, const float* x, std::ptrdiff_t xStride, std::int64_t m,
+                            float* y, std::ptrdiff_t yStride, ThreadPool& pool) const {
+    if (isFloatType(l.type)) {
+        const std::ptrdiff_t wStride = l.in;
+        // Column ranges in whole gemm panels (32 columns for AVX-512): a partial one costs as
+        // much as a full one.
+        pool.parallelFor(l.out, 32, [&](std::int64_t begin, std::int64_t end) {
+            kernels::gemm(l.type, l.weights, wStride, l.in, x, xStride, m, l.bias, y, yStride,
+                          begin, end);
+        });
+        return;
+    }
+    // Quantised weights: 8-bit activations, integer dot products, bias added afterwards. The
+    // rows go in chunks to bound the prepared copy.
+    const std::int64_t rowBytes = kernels::preparedRowBytes(l.type, l.in);
+    std::vector<std::byte> prepared;
+    for (std::int64_t r0 = 0; r0 < m; r0 += kMlpRowChunk) {
+        const std::int64_t rows = std::min(kMlpRowChunk, m - r0);
+        prepared.resize(std::size_t(rows * rowBytes));
+        kernels::prepareActivations(l.type, x + r0 * xStride, xStride, rows, l.in, prepared.data());
+        float* yChunk = y + r0 * yStride;
+        pool.parallelFor(l.out, 16, [&](std::int64_t begin, std::int64_t end) {
+            kernels::matmul(l.type, l.weights, l.in, prepared.data(), rows, yChunk, yStride, begin,
+                            end);
+            if (l.bias != nullptr) {
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t n = begin; n < end; ++n)
+                        yChunk[r * yStride + n] += l.bias[n];
+            }
+        });
+    }
+}
+
+void Qwen25VlVision::norm(const float* x, const float* w, float* y, std::int64_t rows,
+                          ThreadPool& pool) const {
+    const std::int64_t width = m_config.width;
+    pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+        kernels::rmsNorm(x + begin * width, width, w, y + begin * width, width, end - begin, width,
+                         m_config.normEps);
+    });
+}
+
+void Qwen25VlVision::rope(float* x, const Layout& layout, std::int64_t rows,
+                          ThreadPool& pool) const {
+    const std::int64_t width = m_config.width, heads = m_config.heads;
+    const std::int64_t pairs = m_config.headDim / 2;
+    pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+            const float* cos = layout.cos.data() + r * pairs;
+            const float* sin = layout.sin.data() + r * pairs;
+            for (std::int64_t h = 0; h < heads; ++h) {
+                float* head = x + r * width + h * m_config.headDim;
+                for (std::int64_t i = 0; i < pairs; ++i) {
+                    const float a = head[i], b = head[i + pairs];
+                    head[i] = a * cos[i] - b * sin[i];
+                    head[i + pairs] = b * cos[i] + a * sin[i];
+                }
+            }
+        }
+    });
+}
+
+// Softmax(q k^T) v per head, over windows (or all rows for a full-attention block). q is
+// pre-scaled by 1/sqrt(headDim); vt is v transposed, (width, rows), so that both products are
+// gemm calls: scores = q_h k_h^T with the window's keys as f32 "weights", out_h = p vt_h^T.
+void Qwen25VlVision::attention(const float* q, const float* k, const float* vt, float* out,
+                               std::int64_t rows, bool full, const Layout& layout,
+                               ThreadPool& pool) const {
+    struct Task {
+        std::int64_t keyBegin, keyEnd, queryBegin, queryEnd, head;
+    };
+    const std::int64_t width = m_config.width, headDim = m_config.headDim;
+    std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+    if (full)
+        spans.emplace_back(0, rows);
+    else
+        spans = layout.windows;
+    std::vector<Task> tasks;
+    for (const auto& [begin, end] : spans) {
+        for (std::int64_t q0 = begin; q0 < end; q0 += kQueryChunk)
+            for (std::int64_t h = 0; h < m_config.heads; ++h)
+                tasks.push_back({begin, end, q0, std::min(end, q0 + kQueryChunk), h});
+    }
+    pool.parallelFor(std::int64_t(tasks.size()), 1, [&](std::int64_t first, std::int64_t last) {
+        std::vector<float> scores, inverseSums;
+        for (std::int64_t t = first; t < last; ++t) {
+            const Task& task = tasks[std::size_t(t)];
+            const std::int64_t keys = task.keyEnd - task.keyBegin;
+            const std::int64_t queries = task.queryEnd - task.queryBegin;
+            scores.resize(std::size_t(keys * queries));
+            inverseSums.resize(std::size_t(queries));
+            const std::int64_t column = task.head * headDim;
+            kernels::gemm(TensorType::F32, k + task.keyBegin * width + column, width, headDim,
+                          q + task.queryBegin * width + column, width, queries, nullptr,
+                          scores.data(), keys, 0, keys);
+            for (std::int64_t i = 0; i < queries; ++i) {
+                float* row = scores.data() + i * keys;
+                inverseSums[std::size_t(i)] =
+                    1.0f / kernels::expShiftSum(row, keys, rowMax(row, keys));
+            }
+            // Unnormalised probabilities times v, then each output row divided by its sum:
+            // headDim multiplies per query instead of one per key.
+            float* o = out + task.queryBegin * width + column;
+            kernels::gemm(TensorType::F32, vt + column * rows + task.keyBegin, rows, keys,
+                          scores.data(), keys, queries, nullptr, o, width, 0, headDim);
+            for (std::int64_t i = 0; i < queries; ++i)
+                for (std::int64_t d = 0; d < headDim; ++d)
+                    o[i * width + d] *= inverseSums[std::size_t(i)];
+        }
+    });
+}
+
+Status Qwen25VlVision::encode(const ImagePatches& image, ThreadPool& pool,
+                              std::vector<float>& embeddings) const {
+    IRIS_RETURN_IF_ERROR(checkImage(image));
+    const VisionConfig& c = m_config;
+    const std::int64_t rows = image.patchCount(), width = c.width, units = rows / 4;
+    const Layout layout = makeLayout(image);
+
+    // Five (rows, width) buffers carry a block: the residual x, the normed input h, q, k and
+    // one for v / the attention output; the MLP's (rows, ffn) intermediates go in row chunks.
+    const std::size_t plane = std::size_t(rows * width);
+    std::vector<float> x(plane), h(plane), q(plane), k(plane), o(plane);
+    const std::int64_t chunk = std::min(kMlpRowChunk, rows);
+    std::vector<float> gate(static_cast<std::size_t>(chunk * c.ffnSize)),
+        up(static_cast<std::size_t>(chunk * c.ffnSize));
+
+    // Patch embedding in raster-of-merge-windows order (as given), then into window order.
+    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
+                            nullptr};
+    linear(patchEmbed, image.values.data(), image.patchValues(), rows, h.data(), width, pool);
+    pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t j = begin; j < end; ++j) {
+            std::memcpy(x.data() + j * 4 * width,
+                        h.data() + layout.unitOrder[std::size_t(j)] * 4 * width,
+                        std::size_t(4 * width) * sizeof(float));
+        }
+    });
+
+    const auto addInto = [&](float* target, const float* source) {
+        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin * width; i < end * width; ++i)
+                target[i] += source[i];
+        });
+    };
+    const float queryScale = float(1.0 / std::sqrt(double(c.headDim)));
+    for (std::size_t b = 0; b < m_blocks.size(); ++b) {
+        const Block& block = m_blocks[b];
+        const bool full = (std::int64_t(b) + 1) % c.fullAttentionPeriod == 0;
+        norm(x.data(), block.norm1, h.data(), rows, pool);
+        linear(block.q, h.data(), width, rows, q.data(), width, pool);
+        linear(block.k, h.data(), width, rows, k.data(), width, pool);
+        linear(block.v, h.data(), width, rows, o.data(), width, pool);
+        rope(q.data(), layout, rows, pool);
+        rope(k.data(), layout, rows, pool);
+        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin * width; i < end * width; ++i)
+                q[std::size_t(i)] *= queryScale;
+        });
+        // v transposed into h (free until the next norm): (width, rows).
+        pool.parallelFor(width, 8, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t col = begin; col < end; ++col)
+                for (std::int64_t r = 0; r < rows; ++r)
+                    h[std::size_t(col * rows + r)] = o[std::size_t(r * width + col)];
+        });
+        attention(q.data(), k.data(), h.data(), o.data(), rows, full, layout, pool);
+        linear(block.o, o.data(), width, rows, q.data(), width, pool);
+        addInto(x.data(), q.data());
+
+        norm(x.data(), block.norm2, h.data(), rows, pool);
+        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+            const std::int64_t n = std::min(chunk, rows - r0);
+            linear(block.gate, h.data() + r0 * width, width, n, gate.data(), c.ffnSize, pool);
+            linear(block.up, h.data() + r0 * width, width, n, up.data(), c.ffnSize, pool);
+            pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
+                float* g = gate.data() + begin * c.ffnSize;
+                const float* u = up.data() + begin * c.ffnSize;
+                const std::int64_t count = (end - begin) * c.ffnSize;
+                if (m_siluMlp)
+                    kernels::swiglu(g, u, g, count);
+                else
+                    kernels::geglu(g, u, g, count);
+            });
+            linear(block.down, gate.data(), c.ffnSize, n, o.data() + r0 * width, width, pool);
+        }
+        addInto(x.data(), o.data());
+    }
+
+    // Merger: RMSNorm per patch, 4 window-ordered patches side by side (a (units, 4 width) view
+    // of h), mm.0, GELU, mm.2; then each merged token back to its raster slot.
+    norm(x.data(), m_postNorm, h.data(), rows, pool);
+    linear(m_merger0, h.data(), 4 * width, units, q.data(), 4 * width, pool);
+    pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
+        float* v = q.data() + begin * 4 * width;
+        kernels::gelu(v, v, (end - begin) * 4 * width);
+    });
+    std::vector<float> projected(static_cast<std::size_t>(units * c.projectionDim));
+    linear(m_merger2, q.data(), 4 * width, units, projected.data(), c.projectionDim, pool);
+    embeddings.resize(projected.size());
+    for (std::int64_t j = 0; j < units; ++j) {
+        std::memcpy(embeddings.data() + layout.unitOrder[std::size_t(j)] * c.projectionDim,
+                    projected.data() + j * c.projectionDim,
+                    std::size_t(c.projectionDim) * sizeof(float));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<VisionModel>> createQwen25VlVision(const GgufFile& file) {
+    Result<VisionConfig> config = readConfig(file);
+    if (!config) return config.status();
+    const VisionConfig& c = *config;
+    Result<bool> useSilu = optionalBool(file, "clip.use_silu");
+    if (!useSilu) return useSilu.status();
+    Result<bool> useGelu = optionalBool(file, "clip.use_gelu");
+    if (!useGelu) return useGelu.status();
+    // llama.cpp's rule: use_gelu wins, then use_silu, else GELU.
+    const bool siluMlp = !*useGelu && *useSilu;
+
+    std::deque<std::vector<float>> owned;
+    const TensorBinder bind(file, owned);
+    Result<std::vector<float>> patchKernel = bind.patchKernel(c.patchSize, c.width);
+    if (!patchKernel) return patchKernel.status();
+    const auto assign = [](auto& target, auto result) -> Status {
+        if (!result) return result.status();
+        target = *result;
+        return {};
+    };
+    std::vector<Block> blocks(static_cast<std::size_t>(c.blocks));
+    for (std::int64_t i = 0; i < c.blocks; ++i) {
+        const std::string p = "v.blk." + std::to_string(i) + ".";
+        Block& b = blocks[std::size_t(i)];
+        IRIS_RETURN_IF_ERROR(assign(b.norm1, bind.vector(p + "ln1.weight", c.width)));
+        IRIS_RETURN_IF_ERROR(assign(b.q, bind.linear(p + "attn_q", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.k, bind.linear(p + "attn_k", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.v, bind.linear(p + "attn_v", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.o, bind.linear(p + "attn_out", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.norm2, bind.vector(p + "ln2.weight", c.width)));
+        IRIS_RETURN_IF_ERROR(assign(b.gate, bind.linear(p + "ffn_gate", c.width, c.ffnSize, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.up, bind.linear(p + "ffn_up", c.width, c.ffnSize, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.down, bind.linear(p + "ffn_down", c.ffnSize, c.width, true)));
+    }
+    const float* postNorm = nullptr;
+    IRIS_RETURN_IF_ERROR(assign(postNorm, bind.vector("v.post_ln.weight", c.width)));
+    Linear merger0, merger2;
+    const std::int64_t merged = c.width * c.mergeSize * c.mergeSize;
+    IRIS_RETURN_IF_ERROR(assign(merger0, bind.linear("mm.0", merged, merged, true)));
+    IRIS_RETURN_IF_ERROR(assign(merger2, bind.linear("mm.2", merged, c.projectionDim, true)));
+    return std::unique_ptr<VisionModel>(new Qwen25VlVision(*config, std::move(*patchKernel),
+                                                           std::move(blocks), postNorm, merger0,
+                                                           merger2, siluMlp, std::move(owned)));
+}
+
+}  // namespace iris::inference

@@ -3,9 +3,18 @@
 #include <limits>
 #include <span>
 
-#include "agent/recording/sha256.h"
+#include "inference/sha256.h"
 
 namespace iris::agent {
+
+std::string sha256Hex(std::span<const std::uint8_t> bytes) {
+    return inference::toHex(inference::Sha256::hash(bytes));
+}
+
+std::string toJsonText(const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 namespace {
 
 using nlohmann::json;

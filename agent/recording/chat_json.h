@@ -4,6 +4,7 @@
 // through a lookup, so that a screenshot sent in many requests is stored once.
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,14 @@
 #include "inference/status.h"
 
 namespace iris::agent {
+
+// The name an image is stored and referenced under: the SHA-256 of its encoded bytes as 64
+// lower-case hex digits. Two screenshots share a row exactly when their bytes are equal.
+std::string sha256Hex(std::span<const std::uint8_t> bytes);
+
+// `value` as JSON text, for storage. Strings may hold model output, and a model can emit any
+// bytes: invalid UTF-8 becomes U+FFFD instead of failing the write (nlohmann::json::dump throws).
+std::string toJsonText(const nlohmann::json& value);
 
 // The reference an image part becomes: {"type": "image", "sha256", "mime_type", "width",
 // "height"}.

@@ -1,5 +1,7 @@
 #include "agent/recording/osworld_export.h"
 
+#include "agent/recording/chat_json.h"
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -57,7 +59,7 @@ std::string responseText(const StepRecord& step) {
     for (const ToolCall& call : step.response->toolCalls) {
         calls.push_back({{"name", call.name}, {"arguments", call.arguments}});
     }
-    return calls.dump();
+    return toJsonText(calls);
 }
 
 Status writeVideo(const SessionRecord& session, const fs::path& file) {
@@ -157,7 +159,7 @@ Status exportOsworld(const SessionRecord& session, const fs::path& dir) {
                                {"done", endsEpisode(action) || (last && ended)},
                                {"info", std::move(info)},
                                {"screenshot_file", screenshot}};
-            trajectory += line.dump() + "\n";
+            trajectory += toJsonText(line) + "\n";
         }
     }
     IRIS_RETURN_IF_ERROR(writeFile(dir / "traj.jsonl", trajectory));

@@ -16,7 +16,6 @@
 #include <sqlite3.h>
 
 #include "agent/recording/chat_json.h"
-#include "agent/recording/sha256.h"
 
 namespace iris::agent {
 namespace {
@@ -459,7 +458,7 @@ Result<std::int64_t> SessionStore::createSession(const SessionInfo& info) {
         .bind(3, r.redact(info.environment))
         .bind(4, r.redact(info.model))
         .bind(5, r.redact(info.actionFormat))
-        .bind(6, config.dump());
+        .bind(6, toJsonText(config));
     const int rc = s.step();
     if (rc != SQLITE_DONE) return error(rc, "writing a new session");
     return sqlite3_last_insert_rowid(m_db.get());
@@ -567,7 +566,7 @@ Status SessionStore::insertStep(std::int64_t session, const StepRecord& step) {
     if (step.response) {
         json response = chatResponseToJson(*step.response);
         r.redactJson(response);
-        responseText = response.dump();
+        responseText = toJsonText(response);
     }
     json results = json::array();
     for (const ActionOutcome& outcome : step.results) {
@@ -587,13 +586,13 @@ Status SessionStore::insertStep(std::int64_t session, const StepRecord& step) {
             .bind(4, observation)
             .bind(5, r.redact(step.url))
             .bind(6, r.redact(step.title))
-            .bind(7, requestJson.dump())
+            .bind(7, toJsonText(requestJson))
             .bind(8, responseText)
             .bind(9, r.redact(step.modelError))
-            .bind(10, actionsToJson(step.actions, r).dump())
+            .bind(10, toJsonText(actionsToJson(step.actions, r)))
             .bind(11, r.redact(step.parseError))
-            .bind(12, results.dump())
-            .bind(13, timingsToJson(step.timings).dump());
+            .bind(12, toJsonText(results))
+            .bind(13, toJsonText(timingsToJson(step.timings)));
         const int rc = s.step();
         if (rc != SQLITE_DONE) return error(rc, what);
     }

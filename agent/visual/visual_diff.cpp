@@ -383,4 +383,25 @@ Result<cv::Mat> diffImage(const cv::Mat& render, const cv::Mat& target,
     return out;
 }
 
+PixelDifference pixelDifference(const cv::Mat& a, const cv::Mat& b) {
+    PixelDifference d;
+    if (a.size() != b.size() || a.type() != b.type()) {
+        d.sameSize = false;
+        d.changedShare = 1;
+        return d;
+    }
+    if (a.empty()) return d;
+    cv::Mat absolute;
+    cv::absdiff(a, b, absolute);
+    const cv::Scalar mean = cv::mean(absolute);
+    const int channels = a.channels();
+    for (int c = 0; c < channels; ++c)
+        d.meanAbsolute += mean[c] / channels;
+    // A pixel differs when any of its channels does.
+    cv::Mat anyChannel = absolute.reshape(1, int(absolute.total()));
+    cv::reduce(anyChannel, anyChannel, 1, cv::REDUCE_MAX);
+    d.changedShare = double(cv::countNonZero(anyChannel)) / double(absolute.total());
+    return d;
+}
+
 }  // namespace iris::agent

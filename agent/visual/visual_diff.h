@@ -92,4 +92,13 @@ Result<cv::Mat> diffImage(const cv::Mat& render, const cv::Mat& target,
 // "content missing in the render", ...: the phrase the summary uses.
 const char* diffKindPhrase(DiffKind kind);
 
+// Exact pixel agreement of two screenshots, as replay checks it: a deterministic environment
+// gives identical pixels, so any change at all is counted (no threshold, unlike compareRenders).
+struct PixelDifference {
+    bool sameSize = true;     // same size and type; otherwise changedShare is 1
+    double changedShare = 0;  // of pixels with any channel differing
+    double meanAbsolute = 0;  // per channel, 0..255
+};
+PixelDifference pixelDifference(const cv::Mat& a, const cv::Mat& b);
+
 }  // namespace iris::agent

@@ -5,6 +5,8 @@
 
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
+#include "agent/image_codec.h"
+#include "agent/prompt_builder.h"
 #include "agent/recording/session_recorder.h"
 #include "agent/recording/session_store.h"
 
@@ -208,8 +210,28 @@ Status restoreProjectFiles(const nlohmann::json& config, const fs::path& folder)
     return Status::ok();
 }
 
-Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string instruction,
-                                   std::string_view actionFormat) {
+namespace {
+
+// The visual goal's target mockup, as the recorded session sent it with its first request.
+std::optional<cv::Mat> recordedTarget(const agent::SessionRecord& recording) {
+    if (recording.steps.empty()) return std::nullopt;
+    bool next = false;
+    for (const agent::ChatMessage& message : recording.steps[0].request.messages) {
+        for (const agent::ContentPart& part : message.content) {
+            if (next && part.isImage()) {
+                Result<cv::Mat> image = agent::decodeImage(part.image->bytes, "target");
+                if (image) return *image;
+            }
+            next = !part.isImage() && part.text == agent::kTargetCaption;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<SessionPlan> planFromRecording(const agent::SessionRecord& recording) {
+    const nlohmann::json& config = recording.config;
     SessionPlan plan;
     const std::string env = config.value("env", "");
     // A web project is rebuilt from the recorded files, wherever the original folder went.
@@ -225,10 +247,11 @@ Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string ins
         plan.environment.width = size->first;
         plan.environment.height = size->second;
     }
-    Result<agent::ActionFormat> format = agent::actionFormatFromName(actionFormat);
+    Result<agent::ActionFormat> format =
+        agent::actionFormatFromName(recording.summary.actionFormat);
     IRIS_RETURN_IF_ERROR(format.status());
     plan.loop.format = *format;
-    plan.loop.instruction = std::move(instruction);
+    plan.loop.instruction = recording.summary.instruction;
     const std::string coords = config.value("coords", "pixels");
     if (coords == "relative1000") {
         plan.loop.frame.kind = agent::CoordinateFrame::Kind::Relative1000;
@@ -241,6 +264,14 @@ Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string ins
     plan.loop.screenshotsInHistory = config.value("screenshots_in_history", 3);
     plan.loop.pauseAfterActionsMs = config.value("sleep_after_execution_ms", 0.0);
     plan.loop.browser = config.value("browser", false);
+    if (const auto goal = config.find("visual_goal"); goal != config.end()) {
+        std::optional<cv::Mat> target = recordedTarget(recording);
+        if (!target)
+            return Status::corrupt(
+                "the recording's target mockup is missing from its first request");
+        plan.loop.goal = agent::VisualGoal{*target, goal->value("good_enough", 0.99),
+                                           goal->value("patience", 3)};
+    }
     return plan;
 }
 

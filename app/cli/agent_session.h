@@ -72,10 +72,11 @@ int runAgentSession(const SessionPlan& plan, agent::ModelClient& client, std::os
                     std::ostream& err, InterruptWatcher* interrupts);
 
 // What a session records about its set-up (environment, loop options, the web project's files
-// at the start), so that `iris replay` can run it again; and the inverse.
+// at the start), so that `iris replay` can run it again; and the inverse: the plan of a recorded
+// session, with its visual goal's target mockup taken from the first request it sent. The
+// environment's location (a web project's folder) is the recorded one: see restoreProjectFiles.
 nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* workspace);
-Result<SessionPlan> planFromConfig(const nlohmann::json& config, std::string instruction,
-                                   std::string_view actionFormat);
+Result<SessionPlan> planFromRecording(const agent::SessionRecord& recording);
 
 // Writes a recorded project snapshot (sessionConfig's "project_files") into `folder`.
 Status restoreProjectFiles(const nlohmann::json& config, const std::filesystem::path& folder);

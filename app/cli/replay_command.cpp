@@ -14,6 +14,7 @@
 #include "agent/prompt_builder.h"
 #include "agent/recording/replay_client.h"
 #include "agent/recording/session_store.h"
+#include "agent/visual/visual_diff.h"
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
@@ -35,30 +36,6 @@ std::vector<OptionSpec> replayOptions() {
     for (const OptionSpec& spec : modelAndDatabaseOptions())
         options.push_back(spec);
     return options;
-}
-
-// How a replayed screenshot differs from the recorded one.
-struct Difference {
-    bool sameSize = true;
-    double changedShare = 0;  // of pixels with any channel differing
-    double meanAbsolute = 0;  // per channel, 0..255
-};
-
-Difference compare(const cv::Mat& replayed, const cv::Mat& recorded) {
-    Difference d;
-    if (replayed.size() != recorded.size() || replayed.type() != recorded.type()) {
-        d.sameSize = false;
-        d.changedShare = 1;
-        return d;
-    }
-    cv::Mat absolute;
-    cv::absdiff(replayed, recorded, absolute);
-    const cv::Scalar mean = cv::mean(absolute);
-    d.meanAbsolute = (mean[0] + mean[1] + mean[2]) / 3;
-    cv::Mat channelMax;
-    cv::transform(absolute, channelMax, cv::Matx13f(1, 1, 1));  // any channel non-zero
-    d.changedShare = double(cv::countNonZero(channelMax)) / double(absolute.total());
-    return d;
 }
 
 // Receives the replayed steps: compares each with the recording, and (when forking) writes the
@@ -84,7 +61,7 @@ public:
             m_recording.steps[std::size_t(step.index)].observationPng, "recorded screenshot");
         IRIS_RETURN_IF_ERROR(replayed.status());
         IRIS_RETURN_IF_ERROR(recorded.status());
-        const Difference d = compare(*replayed, *recorded);
+        const agent::PixelDifference d = agent::pixelDifference(*replayed, *recorded);
         char line[160];
         if (!d.sameSize) {
             std::snprintf(line, sizeof line, "step %d: size %dx%d, recorded %dx%d", step.index + 1,
@@ -123,22 +100,6 @@ private:
     std::optional<int> m_firstDivergence;
     std::string m_divergence;
 };
-
-// The visual goal's target mockup, as the recorded session sent it with its first request.
-std::optional<cv::Mat> recordedTarget(const agent::SessionRecord& recording) {
-    if (recording.steps.empty()) return std::nullopt;
-    bool next = false;
-    for (const agent::ChatMessage& message : recording.steps[0].request.messages) {
-        for (const agent::ContentPart& part : message.content) {
-            if (next && part.isImage()) {
-                Result<cv::Mat> image = agent::decodeImage(part.image->bytes, "target");
-                if (image) return *image;
-            }
-            next = !part.isImage() && part.text == agent::kTargetCaption;
-        }
-    }
-    return std::nullopt;
-}
 
 int fail(const std::string& message) {
     std::cerr << "iris replay: " << message << '\n';
@@ -194,18 +155,11 @@ int runReplay(int argc, char** argv) {
                     std::to_string(recordedSteps) + " steps");
     }
 
-    Result<SessionPlan> plan = planFromConfig(recording->config, recording->summary.instruction,
-                                              recording->summary.actionFormat);
+    Result<SessionPlan> plan = planFromRecording(*recording);
     if (!plan) return fail(plan.status().message());
     plan->database = database;
     plan->loop.maxSteps =
         forking ? int(args->integer("max-steps", plan->loop.maxSteps).value()) : recordedSteps;
-    if (const auto goal = recording->config.find("visual_goal"); goal != recording->config.end()) {
-        std::optional<cv::Mat> target = recordedTarget(*recording);
-        if (!target) return fail("the recording's target mockup is missing from its first request");
-        plan->loop.goal = agent::VisualGoal{*target, goal->value("good_enough", 0.99),
-                                            goal->value("patience", 3)};
-    }
     if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
         std::string pattern = (fs::temp_directory_path() / "iris-replay-XXXXXX").string();
         if (!mkdtemp(pattern.data())) return fail("cannot create a folder in /tmp");

@@ -1,16 +1,19 @@
 #include "app/gui/main_window.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include <stdlib.h>
 
 #include <QAction>
-#include <QGuiApplication>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QGuiApplication>
 #include <QInputDialog>
 #include <QKeySequence>
 #include <QLabel>
@@ -18,6 +21,7 @@
 #include <QMessageBox>
 #include <QPixmap>
 #include <QPointer>
+#include <QProgressBar>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
@@ -30,6 +34,7 @@
 #include "agent/image_codec.h"
 #include "agent/recording/replay_client.h"
 #include "agent/recording/session_store.h"
+#include "agent/visual/visual_diff.h"
 #include "app/gui/agent_panel.h"
 #include "app/gui/agent_runner.h"
 #include "app/gui/session_library.h"
@@ -73,7 +78,10 @@ MainWindow::MainWindow(AppSettings settings, QWidget* parent)
     connect(m_runner, &AgentRunner::finished, m_agentPanel, &AgentPanel::onFinished);
     connect(m_runner, &AgentRunner::finished, this, &MainWindow::onFinished);
     connect(m_runner, &AgentRunner::failed, m_agentPanel, &AgentPanel::onFailed);
-    connect(m_runner, &AgentRunner::failed, this, [this] { setRunning(false); });
+    connect(m_runner, &AgentRunner::failed, this, [this] {
+        m_replayOf.reset();
+        setRunning(false);
+    });
     connect(m_agentPanel, &AgentPanel::startRequested, this, &MainWindow::onStartRequested);
     connect(m_agentPanel, &AgentPanel::stopRequested, m_runner, &AgentRunner::stop);
     connect(m_agentPanel, &AgentPanel::pauseToggled, m_runner, &AgentRunner::setPaused);
@@ -107,14 +115,13 @@ void MainWindow::grabGlobalStop() {
     // The hotkey calls back on its own thread: the stop is posted to the GUI thread.
     Result<std::unique_ptr<agent::GlobalHotkey>> hotkey =
         agent::GlobalHotkey::grab(display, kGlobalStopChord, [this] {
-            QMetaObject::invokeMethod(this, [this] { m_stopAction->trigger(); },
-                                      Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this, [this] { m_stopAction->trigger(); }, Qt::QueuedConnection);
         });
     if (!hotkey) {
-        statusBar()->showMessage(
-            tr("The global stop key is not available: %1")
-                .arg(QString::fromStdString(hotkey.status().message())),
-            15000);
+        statusBar()->showMessage(tr("The global stop key is not available: %1")
+                                     .arg(QString::fromStdString(hotkey.status().message())),
+                                 15000);
         return;
     }
     m_globalStop = std::move(*hotkey);
@@ -267,6 +274,14 @@ void MainWindow::createStatusBar() {
                        ? tr("CUDA: no device")
                        : tr("CUDA: %1").arg(QString::fromStdString(cuda.devices[0]));
     }
+    // Busy (no percentage): the engine does not report how far a load has come.
+    m_loadingBar = new QProgressBar;
+    m_loadingBar->setObjectName(QStringLiteral("loadingBar"));
+    m_loadingBar->setRange(0, 0);
+    m_loadingBar->setMaximumWidth(160);
+    m_loadingBar->setAccessibleName(tr("Loading the model"));
+    m_loadingBar->hide();
+    statusBar()->addPermanentWidget(m_loadingBar);
     m_runStatus = new QLabel;
     m_runStatus->setObjectName(QStringLiteral("runStatus"));
     statusBar()->addPermanentWidget(m_runStatus);
@@ -379,18 +394,14 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
         return startSession(std::move(plan),
                             std::make_unique<agent::ReplayClient>(m_demo->demonstration));
     }
-    if (!m_settings.mmprojPath.isEmpty()) {
-        return showError(tr("Model"),
-                         tr("The vision projector cannot be used yet: Iris's engine has no vision "
-                            "tower so far. Clear it in Settings, or use an endpoint that runs "
-                            "the model."));
-    }
     // Loading a model takes seconds: on a thread, then back here.
     statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
+    m_loadingBar->show();
     m_startAction->setEnabled(false);
     inference::EngineOptions options;
     options.threads = m_settings.threads;
     options.contextSize = m_settings.contextSize;
+    options.mmprojPath = m_settings.mmprojPath.toStdString();
     const std::string path = m_settings.modelPath.toStdString();
     QPointer<MainWindow> self(this);
     auto shared = std::make_shared<SessionPlan>(std::move(plan));
@@ -401,6 +412,7 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
             MainWindow* window = self.data();
             if (window == nullptr) return;  // closed while the model loaded
             window->m_startAction->setEnabled(true);
+            window->m_loadingBar->hide();
             if (!*loaded) {
                 return window->showError(tr("Model"),
                                          QString::fromStdString(loaded->status().message()));
@@ -418,8 +430,7 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
         store ? store->loadSession(session) : Result<agent::SessionRecord>(store.status());
     if (!recording)
         return showError(tr("Replay"), QString::fromStdString(recording.status().message()));
-    Result<SessionPlan> plan = planFromConfig(recording->config, recording->summary.instruction,
-                                              recording->summary.actionFormat);
+    Result<SessionPlan> plan = planFromRecording(*recording);
     if (!plan) return showError(tr("Replay"), QString::fromStdString(plan.status().message()));
     plan->database = m_settings.databasePath.toStdString();
     if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
@@ -435,6 +446,7 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
     if (fromStep < 0) {
         plan->loop.maxSteps = int(recording->steps.size());
         plan->clientDescription = "replay of session " + std::to_string(session);
+        m_replayOf = session;
         return startSession(std::move(*plan), std::make_unique<agent::ReplayClient>(*recording));
     }
     if (m_settings.backend != AppSettings::Backend::Endpoint) {
@@ -526,6 +538,57 @@ void MainWindow::onFinished(const RunOutcome& outcome) {
     if (outcome.score) text += tr(", score %1").arg(*outcome.score, 0, 'f', 4);
     statusBar()->showMessage(text);
     (void)m_library->refresh();
+    if (m_replayOf) reportReplay(*std::exchange(m_replayOf, std::nullopt), outcome.sessionId, text);
+}
+
+namespace {
+
+// "all 5 steps replayed with identical screenshots", or where the replay first differs.
+std::string replayVerdict(const std::string& database, qint64 original, qint64 replay) {
+    Result<agent::SessionStore> store = agent::SessionStore::open(database);
+    if (!store) return store.status().message();
+    Result<agent::SessionRecord> recorded = store->loadSession(original);
+    Result<agent::SessionRecord> replayed = store->loadSession(replay);
+    if (!recorded) return recorded.status().message();
+    if (!replayed) return replayed.status().message();
+    const std::size_t steps = recorded->steps.size();
+    for (std::size_t i = 0; i < std::min(steps, replayed->steps.size()); ++i) {
+        Result<cv::Mat> before = agent::decodeImage(recorded->steps[i].observationPng, "recorded");
+        Result<cv::Mat> after = agent::decodeImage(replayed->steps[i].observationPng, "replayed");
+        if (!before) return before.status().message();
+        if (!after) return after.status().message();
+        const agent::PixelDifference d = agent::pixelDifference(*after, *before);
+        if (d.changedShare > 0) {
+            char share[32];
+            std::snprintf(share, sizeof share, "%.3f%%", 100 * d.changedShare);
+            return "step " + std::to_string(i + 1) + " differs from the recording (" +
+                   (d.sameSize ? std::string(share) + " of pixels" : std::string("another size")) +
+                   ")";
+        }
+    }
+    if (replayed->steps.size() < steps) {
+        return "the replay ended after " + std::to_string(replayed->steps.size()) + " of " +
+               std::to_string(steps) + " steps";
+    }
+    return "all " + std::to_string(steps) + " steps replayed with identical screenshots";
+}
+
+}  // namespace
+
+void MainWindow::reportReplay(qint64 original, qint64 replay, const QString& outcomeText) {
+    statusBar()->showMessage(outcomeText + tr(" \u00b7 comparing with the recording\u2026"));
+    // Decoding every screenshot of a long session takes a while: not on the GUI thread. The
+    // verdict is posted through qApp, which outlives this window, and dropped if it is gone.
+    QPointer<MainWindow> window(this);
+    std::thread([window, outcomeText, original, replay,
+                 database = m_settings.databasePath.toStdString()] {
+        const QString verdict = QString::fromStdString(replayVerdict(database, original, replay));
+        QMetaObject::invokeMethod(qApp, [window, outcomeText, verdict] {
+            if (window)
+                window->statusBar()->showMessage(outcomeText + QStringLiteral(" \u00b7 ") +
+                                                 verdict);
+        });
+    }).detach();
 }
 
 void MainWindow::setRunning(bool running) {

@@ -18,6 +18,7 @@
 class QAction;
 class QMenu;
 class QLabel;
+class QProgressBar;
 class QStackedWidget;
 
 namespace iris::app {
@@ -72,6 +73,9 @@ private:
     void onStartRequested(const QString& instruction, const QString& targetPath);
     void onStep(const StepView& step);
     void onFinished(const RunOutcome& outcome);
+    // Compares a finished replay's screenshots with the recording's, off the GUI thread, and
+    // shows the verdict in the status bar.
+    void reportReplay(qint64 original, qint64 replay, const QString& outcomeText);
     void setRunning(bool running);
     void showLiveView(QWidget* view);
     void releaseLiveView();
@@ -91,10 +95,12 @@ private:
     SessionLibraryWidget* m_library = nullptr;
     AgentRunner* m_runner = nullptr;
     QLabel* m_runStatus = nullptr;
+    QProgressBar* m_loadingBar = nullptr;  // shown while a model loads
     QAction* m_startAction = nullptr;
     QAction* m_pauseAction = nullptr;
     QAction* m_stopAction = nullptr;
     QMenu* m_viewMenu = nullptr;
+    std::optional<qint64> m_replayOf;  // the recorded session the running one replays
     int m_steps = 0;
     long long m_tokens = 0;
     // Declared last: released first, before the actions its callback triggers.

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "agent/env/desktop/key_names.h"
+#include "agent/env/desktop/x_connection.h"
+
+// Last: Xlib's macros (None, Status, ...) break the headers above.
 #include "agent/env/desktop/x11.h"
-#include "agent/env/desktop/x_connection.h"  // before x11.h: its macros break OpenCV
 
 namespace iris::agent {
 

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/recording/sha256.h"
 
 namespace iris::agent {
 namespace {

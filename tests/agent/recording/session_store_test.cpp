@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/recording/sha256.h"
+#include "agent/recording/chat_json.h"
 #include "tests/agent/recording/recording_fixtures.h"
 
 namespace iris::agent {
@@ -156,6 +156,25 @@ TEST(SessionStore, RoundTripsASessionWithSeveralSteps) {
     // The screenshot decodes back to the pixels that were recorded.
     const cv::Mat decoded = cv::imdecode(loaded->steps[1].observationPng, cv::IMREAD_COLOR);
     EXPECT_EQ(cv::norm(decoded, screenshot(1), cv::NORM_INF), 0.0);
+}
+
+// A small local model can emit any bytes; the step is kept, the broken sequences replaced.
+TEST(SessionStore, KeepsAStepWhoseModelOutputIsNotUtf8) {
+    const fs::path file = freshDir("not_utf8") / "sessions.db";
+    StepRecord step = makeStep(0);
+    step.response->text = "half a character: \xE2\x82 and a stray \xFF byte";
+    step.request.messages[1].content[0].text = "typed \xC3";
+    SessionStore store = openStore(file);
+    auto created = store.createSession(sessionInfo());
+    ASSERT_TRUE(created) << created.status().message();
+    const Status appended = store.appendStep(*created, step);
+    ASSERT_TRUE(appended.isOk()) << appended.message();
+    auto loaded = store.loadSession(*created);
+    ASSERT_TRUE(loaded) << loaded.status().message();
+    ASSERT_EQ(loaded->steps.size(), 1u);
+    ASSERT_TRUE(loaded->steps[0].response.has_value());
+    EXPECT_EQ(loaded->steps[0].response->text,
+              "half a character: \uFFFD and a stray \uFFFD byte");
 }
 
 TEST(SessionStore, StoresEachScreenshotOnceAndRequestsReferToIt) {

@@ -289,5 +289,42 @@ TEST(VisualDiff, IsDeterministicAndDrawsADiffImage) {
     EXPECT_FALSE(diffImage(render(cv::Rect(0, 0, 100, 100)), target, other).isOk());
 }
 
+TEST(PixelDifference, CountsEveryChangedPixelAgainstAPlainLoop) {
+    cv::Mat a(37, 53, CV_8UC3);
+    cv::randu(a, cv::Scalar::all(0), cv::Scalar::all(256));
+    cv::Mat b = a.clone();
+    cv::RNG rng(7);
+    for (int n = 0; n < 300; ++n) {  // single-channel changes of 1 count too
+        cv::Vec3b& pixel = b.at<cv::Vec3b>(rng.uniform(0, b.rows), rng.uniform(0, b.cols));
+        pixel[rng.uniform(0, 3)] ^= std::uint8_t(rng.uniform(1, 256));
+    }
+    int changed = 0;
+    double absolute = 0;
+    for (int y = 0; y < a.rows; ++y) {
+        for (int x = 0; x < a.cols; ++x) {
+            const cv::Vec3b p = a.at<cv::Vec3b>(y, x);
+            const cv::Vec3b q = b.at<cv::Vec3b>(y, x);
+            bool differs = false;
+            for (int c = 0; c < 3; ++c) {
+                absolute += std::abs(int(p[c]) - int(q[c]));
+                differs = differs || p[c] != q[c];
+            }
+            changed += differs ? 1 : 0;
+        }
+    }
+    const PixelDifference d = pixelDifference(a, b);
+    EXPECT_TRUE(d.sameSize);
+    EXPECT_DOUBLE_EQ(d.changedShare, double(changed) / double(a.total()));
+    EXPECT_NEAR(d.meanAbsolute, absolute / double(a.total() * 3), 1e-9);
+    EXPECT_GT(changed, 0);
+
+    const PixelDifference same = pixelDifference(a, a.clone());
+    EXPECT_EQ(same.changedShare, 0);
+    EXPECT_EQ(same.meanAbsolute, 0);
+    const PixelDifference resized = pixelDifference(a, a(cv::Rect(0, 0, 10, 10)).clone());
+    EXPECT_FALSE(resized.sameSize);
+    EXPECT_EQ(resized.changedShare, 1);
+}
+
 }  // namespace
 }  // namespace iris::agent

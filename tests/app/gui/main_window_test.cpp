@@ -17,6 +17,7 @@
 #include "agent/recording/session_store.h"
 #include "app/gui/agent_panel.h"
 #include "app/gui/agent_runner.h"
+#include "app/gui/session_library.h"
 
 namespace iris::app {
 namespace {
@@ -85,9 +86,9 @@ TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     window.runDemo();
     ASSERT_TRUE(window.runner()->isRunning()) << window.agentPanel()->errorText().toStdString();
-    QTRY_VERIFY_WITH_TIMEOUT(window.agentPanel()->stepCount() >= 2, 60000);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.agentPanel()->stepCount() >= 2; }, 60000));
     saveArtifact(window, QStringLiteral("main_window_running.png"));
-    QTRY_VERIFY_WITH_TIMEOUT(!window.runner()->isRunning(), 60000);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.runner()->isRunning(); }, 60000));
     EXPECT_EQ(window.agentPanel()->stepCount(), 5);
     EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("done")))
         << window.statusBar()->currentMessage().toStdString();
@@ -104,6 +105,13 @@ TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
     // The recorded session opens in the viewer.
     window.openSession(sessions->front().id);
     saveArtifact(window, QStringLiteral("main_window_session.png"));
+
+    // Replayed from the library, it gives the same screenshots, and the window says so.
+    Q_EMIT window.library()->replayRequested(sessions->front().id);
+    const QString identical = QStringLiteral("all 5 steps replayed with identical screenshots");
+    EXPECT_TRUE(QTest::qWaitFor(
+        [&] { return window.statusBar()->currentMessage().contains(identical); }, 120000))
+        << window.statusBar()->currentMessage().toStdString();
 }
 
 TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
@@ -112,10 +120,10 @@ TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     window.runDemo();
     ASSERT_TRUE(window.runner()->isRunning());
-    QTRY_VERIFY_WITH_TIMEOUT(window.agentPanel()->stepCount() >= 1, 60000);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.agentPanel()->stepCount() >= 1; }, 60000));
     const int before = window.agentPanel()->stepCount();
     window.runner()->stop();
-    QTRY_VERIFY_WITH_TIMEOUT(!window.runner()->isRunning(), 10000);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.runner()->isRunning(); }, 10000));
     EXPECT_LE(window.agentPanel()->stepCount(), before + 1);
     EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("stopped")))
         << window.statusBar()->currentMessage().toStdString();

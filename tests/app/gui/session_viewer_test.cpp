@@ -153,9 +153,9 @@ TEST(SessionViewer, PlayAdvancesAStepAtATimeAndStopsAtTheEnd) {
     QSignalSpy playing(&viewer, &SessionViewerWidget::playingChanged);
     QTest::keyClick(&viewer, Qt::Key_Space);
     EXPECT_TRUE(viewer.isPlaying());
-    QTRY_COMPARE(viewer.currentStep(), 1);
-    QTRY_COMPARE(viewer.currentStep(), 2);
-    QTRY_VERIFY(!viewer.isPlaying());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return viewer.currentStep() == 1; }));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return viewer.currentStep() == 2; }));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !viewer.isPlaying(); }));
     EXPECT_EQ(playing.count(), 2);
     // Playing again from the end starts over.
     viewer.play();

@@ -283,7 +283,7 @@ TEST(SettingsDialog, InvalidModelShowsTheErrorAndDisablesOk) {
     s.modelPath = writeTinyModel(folder.path());
     SettingsDialog dialog(s);
     QPushButton* ok = okButton(dialog);
-    QTRY_VERIFY(ok->isEnabled());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return ok->isEnabled(); }));
 
     // Not a GGUF file: the background check's error names the file.
     const QString garbage = folder.filePath(QStringLiteral("garbage.gguf"));
@@ -291,7 +291,7 @@ TEST(SettingsDialog, InvalidModelShowsTheErrorAndDisablesOk) {
     child<QLineEdit>(dialog, "modelPath")->setText(garbage);
     EXPECT_FALSE(ok->isEnabled()) << "OK must wait for the check";
     QLabel* info = child<QLabel>(dialog, "modelInfo");
-    QTRY_VERIFY(info->text().startsWith(garbage));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return info->text().startsWith(garbage); }));
     EXPECT_FALSE(ok->isEnabled());
     EXPECT_TRUE(child<QLabel>(dialog, "problems")->text().contains(garbage));
     dialog.resize(dialog.sizeHint());
@@ -300,20 +300,24 @@ TEST(SettingsDialog, InvalidModelShowsTheErrorAndDisablesOk) {
     // A file that does not exist.
     const QString missing = folder.filePath(QStringLiteral("missing.gguf"));
     child<QLineEdit>(dialog, "modelPath")->setText(missing);
-    QTRY_VERIFY(child<QLabel>(dialog, "problems")
-                    ->text()
-                    .contains(QString(missing + QStringLiteral(" does not exist"))));
+    ASSERT_TRUE(QTest::qWaitFor([&] {
+        return child<QLabel>(dialog, "problems")
+            ->text()
+            .contains(QString(missing + QStringLiteral(" does not exist")));
+    }));
     EXPECT_FALSE(ok->isEnabled());
 
     // A model file given as the projector.
     child<QLineEdit>(dialog, "modelPath")->setText(s.modelPath);
     child<QLineEdit>(dialog, "mmprojPath")->setText(s.modelPath);
-    QTRY_VERIFY(child<QLabel>(dialog, "mmprojInfo")
-                    ->text()
-                    .contains(QStringLiteral("not a vision projector")));
+    ASSERT_TRUE(QTest::qWaitFor([&] {
+        return child<QLabel>(dialog, "mmprojInfo")
+            ->text()
+            .contains(QStringLiteral("not a vision projector"));
+    }));
     EXPECT_FALSE(ok->isEnabled());
     child<QLineEdit>(dialog, "mmprojPath")->clear();
-    QTRY_VERIFY(ok->isEnabled());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return ok->isEnabled(); }));
 }
 
 TEST(SettingsDialog, ValidModelShowsItsArchitecture) {
@@ -323,8 +327,9 @@ TEST(SettingsDialog, ValidModelShowsItsArchitecture) {
     EXPECT_FALSE(okButton(dialog)->isEnabled()) << "no model chosen yet";
     child<QLineEdit>(dialog, "modelPath")->setText(writeTinyModel(folder.path()));
     QLabel* info = child<QLabel>(dialog, "modelInfo");
-    QTRY_COMPARE(info->text(), QStringLiteral("qwen2 · 68K parameters · Q8_0"));
-    QTRY_VERIFY(okButton(dialog)->isEnabled());
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] { return info->text() == QStringLiteral("qwen2 · 68K parameters · Q8_0"); }));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return okButton(dialog)->isEnabled(); }));
     EXPECT_TRUE(dialog.currentProblems().isEmpty());
     dialog.resize(dialog.sizeHint());
     saveArtifact(dialog, QStringLiteral("settings_dialog_local.png"));

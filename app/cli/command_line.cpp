@@ -7,6 +7,7 @@
 
 #include "app/cli/agent_commands.h"
 #include "app/cli/engine_commands.h"
+#include "app/cli/eval/eval_command.h"
 #include "app/cli/inspect_command.h"
 #include "app/gui/gui_main.h"
 #include "app/version.h"
@@ -27,6 +28,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"sessions", "list the recorded agent sessions", runSessions},
     Subcommand{"replay", "re-run a recorded session and compare, or fork it from a step",
                runReplay},
+    Subcommand{"eval", "OSWorld-style evaluation: validate, run and report task suites", runEval},
     Subcommand{"export", "write a recorded session in OSWorld's result layout", runExport},
     Subcommand{"render", "a deterministic screenshot of a web page", runRender},
     Subcommand{"generate", "continue a prompt with a GGUF model (streams the text)", runGenerate},

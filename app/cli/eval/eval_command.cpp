@@ -1,0 +1,188 @@
+// iris eval validate DIR
+// iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | --demonstrations) [options]
+// iris eval report DIR
+#include "app/cli/eval/eval_command.h"
+
+#include <iostream>
+
+#include <QApplication>
+
+#include "agent/actions/action_format.h"
+#include "app/cli/agent_setup.h"
+#include "app/cli/arguments.h"
+#include "app/cli/eval/eval_report.h"
+#include "app/cli/eval/eval_runner.h"
+#include "app/cli/interrupt_watcher.h"
+
+namespace iris::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kUsage = 2;
+
+std::vector<OptionSpec> runOptions() {
+    std::vector<OptionSpec> options = {
+        {"out", "o", true, "results folder (default ./eval-results); the same folder resumes"},
+        {"demonstrations", "", false,
+         "replay each task's iris.demonstration instead of asking a model"},
+        {"idle", "", false, "diagnostic: an agent that never acts (every task must score 0)"},
+        {"parallel", "j", true, "tasks at once (default 1)"},
+        {"max-steps", "", true, "model calls per task (default: the task's, else 15)"},
+        {"sleep-after-action", "", true, "seconds to wait after each step's actions (default 0)"},
+        {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
+        {"action-format", "", true,
+         "pyautogui, computer_13, uitars or tools, for tasks that do not say (default pyautogui)"},
+        {"allow-commands", "", false,
+         "run launch/execute steps and command getters (private desktop tasks only)"},
+        {"allow-network", "", false, "allow http(s) downloads in task set-up"},
+        {"help", "h", false, "show this help"},
+    };
+    for (const OptionSpec& spec : modelAndDatabaseOptions()) {
+        if (spec.name != "db") options.push_back(spec);
+    }
+    return options;
+}
+
+std::string modelFolderName(const Arguments& args) {
+    if (args.has("demonstrations")) return "demonstration";
+    if (args.has("idle")) return "idle";
+    if (std::optional<std::string> model = args.value("model")) return fs::path(*model).stem();
+    return args.value("model-name").value_or("iris");
+}
+
+int usage(const std::string& message) {
+    std::cerr << "iris eval: " << message << "\nRun 'iris eval --help' for usage.\n";
+    return kUsage;
+}
+
+void printHelp() {
+    std::cout
+        << "Usage: iris eval validate TASKS [--allow-commands] [--allow-network]\n"
+           "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | "
+           "--demonstrations) [options]\n"
+           "       iris eval report DIR [--output FILE.html]\n\n"
+           "OSWorld-style evaluation. TASKS is a task file or a folder of them (OSWorld's\n"
+           "examples/<domain>/<id>.json, or a flat folder). Each task runs in a fresh browser\n"
+           "page or private desktop with its web project copied to a fresh folder, then OSWorld's\n"
+           "evaluator scores it. Results go to DIR/results.json, DIR/sessions.db and OSWorld's\n"
+           "layout DIR/<action_format>/<model>/<domain>/<id>/; running the same command again\n"
+           "resumes (tasks with a result.txt are skipped).\n\nrun options:\n"
+        << Arguments::usage(runOptions());
+}
+
+int runValidate(int argc, char** argv) {
+    const std::vector<OptionSpec> specs = {
+        {"allow-commands", "", false, "count launch/execute steps as runnable"},
+        {"allow-network", "", false, "count http(s) downloads as runnable"},
+        {"help", "h", false, "show this help"},
+    };
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usage(args.status().message());
+    if (args->has("help") || args->positional().size() != 1) {
+        if (!args->has("help")) return usage("validate takes one task file or folder");
+        printHelp();
+        return 0;
+    }
+    return eval::validateTasks(args->positional()[0], args->has("allow-commands"),
+                               args->has("allow-network"), std::cout);
+}
+
+int runRunCommand(int argc, char** argv) {
+    InterruptWatcher interrupts;  // before any thread exists
+    const std::vector<OptionSpec> specs = runOptions();
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usage(args.status().message());
+    if (args->has("help")) {
+        printHelp();
+        return 0;
+    }
+    if (args->positional().size() != 1) return usage("run takes one task file or folder");
+
+    eval::EvalRunOptions options;
+    options.tasks = args->positional()[0];
+    options.out = args->value("out").value_or("eval-results");
+    const int sources = int(args->has("demonstrations")) + int(args->has("idle")) +
+                        int(args->has("model") || args->has("endpoint"));
+    if (sources != 1)
+        return usage("give exactly one of --model, --endpoint, --demonstrations (or --idle)");
+    options.answers = args->has("demonstrations") ? eval::AnswerSource::Demonstrations
+                      : args->has("idle")         ? eval::AnswerSource::Idle
+                                                  : eval::AnswerSource::Model;
+    options.modelName = modelFolderName(*args);
+    options.actionFormat = args->value("action-format").value_or("pyautogui");
+    if (Result<agent::ActionFormat> format = agent::actionFormatFromName(options.actionFormat);
+        !format)
+        return usage("--action-format: " + format.status().message());
+
+    const Result<std::int64_t> parallel = args->integer("parallel", 1);
+    const Result<std::int64_t> maxSteps = args->integer("max-steps", 0);
+    const Result<double> sleep = args->number("sleep-after-action", 0);
+    const Result<double> timeout = args->number("task-timeout", 0);
+    for (const Status& s :
+         {parallel.status(), maxSteps.status(), sleep.status(), timeout.status()}) {
+        if (!s.isOk()) return usage(s.message());
+    }
+    if (*parallel < 1 || *parallel > 64) return usage("--parallel must be between 1 and 64");
+    if (*maxSteps < 0 || (args->has("max-steps") && *maxSteps < 1))
+        return usage("--max-steps must be >= 1");
+    if (*sleep < 0 || *timeout < 0)
+        return usage("--sleep-after-action and --task-timeout must be >= 0");
+    options.parallel = int(*parallel);
+    options.maxSteps = int(*maxSteps);
+    options.sleepAfterActionS = *sleep;
+    options.taskTimeoutS = *timeout;
+    options.allowCommands = args->has("allow-commands");
+    options.allowNetwork = args->has("allow-network");
+
+    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*args);
+    if (!client) {
+        std::cerr << "iris eval run: " << client.status().message() << '\n';
+        return 3;
+    }
+    options.model = client->get();
+
+    std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
+    return eval::runEvaluation(options, std::cout, std::cerr, &interrupts);
+}
+
+int runReport(int argc, char** argv) {
+    const std::vector<OptionSpec> specs = {
+        {"output", "o", true, "the HTML file (default DIR/report.html)"},
+        {"help", "h", false, "show this help"},
+    };
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usage(args.status().message());
+    if (args->has("help")) {
+        printHelp();
+        return 0;
+    }
+    if (args->positional().size() != 1) return usage("report takes one results folder");
+    const fs::path dir = args->positional()[0];
+    const fs::path output = args->value("output").value_or((dir / "report.html").string());
+    Result<std::string> summary = eval::writeReport(dir, output);
+    if (!summary) {
+        std::cerr << "iris eval report: " << summary.status().message() << '\n';
+        return 3;
+    }
+    std::cout << *summary << "report: " << output.string() << '\n';
+    return 0;
+}
+
+}  // namespace
+
+int runEval(int argc, char** argv) {
+    if (argc < 2) return usage("give validate, run or report");
+    const std::string_view verb = argv[1];
+    if (verb == "-h" || verb == "--help" || verb == "help") {
+        printHelp();
+        return 0;
+    }
+    // argv[1] (the verb) takes argv[0]'s place for the option parser.
+    if (verb == "validate") return runValidate(argc - 1, argv + 1);
+    if (verb == "run") return runRunCommand(argc - 1, argv + 1);
+    if (verb == "report") return runReport(argc - 1, argv + 1);
+    return usage("unknown eval command '" + std::string(verb) + "' (validate, run, report)");
+}
+
+}  // namespace iris::app

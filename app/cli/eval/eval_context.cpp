@@ -4,6 +4,7 @@
 #include <QProcessEnvironment>
 #include <QStringList>
 
+#include "agent/clients/http_download.h"
 #include "agent/env/browser/browser_environment.h"
 #include "agent/eval/page_blocks.h"
 
@@ -115,6 +116,11 @@ EnvironmentContext::EnvironmentContext(ContextSetup setup, agent::Environment& e
       m_environment(environment),
       m_browser(browser),
       m_gui(std::move(gui)) {}
+
+Status EnvironmentContext::download(const std::string& url, const std::filesystem::path& dest) {
+    if (!m_setup.allowNetwork) return EvaluationContext::download(url, dest);  // refuses
+    return agent::downloadFile(url, dest);
+}
 
 Result<ev::CommandOutput> EnvironmentContext::runCommand(const ev::CommandSpec& command) {
     if (!m_setup.allowCommands)

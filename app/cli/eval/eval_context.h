@@ -24,6 +24,7 @@ struct ContextSetup {
     int viewportWidth = 1280;
     int viewportHeight = 800;
     bool allowCommands = false;  // and the environment is isolated (a private desktop)
+    bool allowNetwork = false;   // http(s) gold files (cloud_file)
     std::string display;         // the private desktop's ":N", for commands
 };
 
@@ -45,6 +46,7 @@ public:
     bool lastActionWasFail() const override { return m_lastFail; }
 
     Result<agent::eval::CommandOutput> runCommand(const agent::eval::CommandSpec& command) override;
+    Status download(const std::string& url, const std::filesystem::path& dest) override;
 
     Result<agent::eval::TabInfo> activeTab() override;
     Result<std::vector<agent::eval::TabInfo>> openTabs() override;

@@ -20,6 +20,7 @@
 #include <QThread>
 
 #include "agent/agent_loop.h"
+#include "agent/clients/http_download.h"
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
@@ -297,27 +298,27 @@ Status runConfigStep(const ev::ConfigStep& step, StepTarget& target) {
                 return Status::ok();
             } else if constexpr (std::is_same_v<T, ev::DownloadStep>) {
                 for (const ev::DownloadStep::File& file : params.files) {
-                    fs::path source;
-                    if (file.url.starts_with("http://") || file.url.starts_with("https://")) {
-                        if (!target.network)
-                            return Status::unsupported(where + file.url +
-                                                       ": http(s) downloads need --allow-network");
-                        return Status::unsupported(
-                            where + file.url +
-                            ": http(s) downloads are not implemented by the runner yet");
-                    }
-                    if (file.url.starts_with("file://")) {
-                        source = file.url.substr(7);
-                    } else {
-                        source = fs::path(file.url).is_absolute() ? fs::path(file.url)
-                                                                  : target.taskDir / file.url;
-                    }
                     fs::path destination = file.path;
                     if (destination.is_relative()) destination = target.runDir / destination;
                     if (!inside(destination, target.runDir))
                         return Status::invalidArgument(
                             where + "path " + file.path +
                             ": downloads go inside the task's work folder ({PROJECT_DIR})");
+                    if (file.url.starts_with("http://") || file.url.starts_with("https://")) {
+                        if (!target.network)
+                            return Status::unsupported(where + file.url +
+                                                       ": http(s) downloads need --allow-network");
+                        IRIS_RETURN_IF_ERROR(
+                            agent::downloadFile(file.url, destination).withContext(where));
+                        continue;
+                    }
+                    fs::path source;
+                    if (file.url.starts_with("file://")) {
+                        source = file.url.substr(7);
+                    } else {
+                        source = fs::path(file.url).is_absolute() ? fs::path(file.url)
+                                                                  : target.taskDir / file.url;
+                    }
                     std::error_code error;
                     if (!fs::is_regular_file(source, error))
                         return Status::notFound(where + source.string() + ": no such file");
@@ -598,6 +599,7 @@ TaskResult Runner::runTask(const TaskPlan& plan, agent::SessionStore& store) {
     setup.viewportWidth = width;
     setup.viewportHeight = height;
     setup.allowCommands = m_options.allowCommands && desktop;
+    setup.allowNetwork = m_options.allowNetwork;
     setup.display = display;
     EnvironmentContext context(setup, *environment, browser,
                                [this](const std::function<void()>& work) { return onGui(work); });

@@ -487,6 +487,27 @@ const GgufTensor* GgufFile::findTensor(std::string_view name) const {
     return it == m_tensorIndex.end() ? nullptr : &m_tensors[it->second];
 }
 
+Result<const GgufTensor*> GgufFile::requireTensor(std::string_view name,
+                                                  const std::vector<std::int64_t>& shape) const {
+    const GgufTensor* t = findTensor(name);
+    if (t == nullptr)
+        return Status::notFound(m_name + ": missing tensor '" + std::string(name) + "'");
+    if (t->shape != shape) {
+        return Status::corrupt(m_name + ": tensor '" + std::string(name) + "' has shape " +
+                               shapeText(t->shape) + ", expected " + shapeText(shape));
+    }
+    return t;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string text;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) text.append(" x ");
+        text.append(std::to_string(shape[i]));
+    }
+    return text;
+}
+
 Result<const GgufValue*> GgufFile::require(std::string_view key) const {
     const GgufValue* value = find(key);
     if (value == nullptr)

@@ -43,6 +43,9 @@ struct GgufTensor {
 
 // A parsed GGUF file. Immutable; safe to share between threads. Tensor data points into the
 // mapping (or the caller's buffer, for parse()), which lives as long as the GgufFile.
+// "896 x 151936": a tensor shape as error messages write it (ggml order).
+std::string shapeText(const std::vector<std::int64_t>& shape);
+
 class GgufFile {
 public:
     // Maps `path` and parses it. Errors start with the path.
@@ -71,6 +74,10 @@ public:
     // Tensors in file order.
     const std::vector<GgufTensor>& tensors() const { return m_tensors; }
     const GgufTensor* findTensor(std::string_view name) const;
+    // The tensor `name`, which must have exactly `shape` (ggml order): NotFound or Corrupt
+    // naming the file, the tensor and both shapes. What a model checks when it binds weights.
+    Result<const GgufTensor*> requireTensor(std::string_view name,
+                                            const std::vector<std::int64_t>& shape) const;
 
 private:
     friend class GgufParser;

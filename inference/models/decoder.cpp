@@ -15,15 +15,6 @@
 namespace iris::inference {
 namespace {
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string text;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i > 0) text.append(" x ");
-        text.append(std::to_string(shape[i]));
-    }
-    return text;
-}
-
 // Finds tensors by name and checks their shapes and types, with errors that name both.
 class TensorBinder {
 public:
@@ -31,13 +22,9 @@ public:
 
     Result<const GgufTensor*> tensor(const std::string& name,
                                      const std::vector<std::int64_t>& shape) const {
-        const GgufTensor* t = m_file.findTensor(name);
-        if (t == nullptr)
-            return Status::notFound(m_file.name() + ": missing tensor '" + name + "'");
-        if (t->shape != shape) {
-            return Status::corrupt(m_file.name() + ": tensor '" + name + "' has shape " +
-                                   shapeText(t->shape) + ", expected " + shapeText(shape));
-        }
+        Result<const GgufTensor*> found = m_file.requireTensor(name, shape);
+        if (!found) return found.status();
+        const GgufTensor* t = *found;
         if (!kernels::tensorTypeInfo(t->type).computable) {
             return Status::unsupported(m_file.name() + ": tensor '" + name + "' has type " +
                                        std::string(kernels::tensorTypeInfo(t->type).name) +

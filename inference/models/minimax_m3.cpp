@@ -16,13 +16,6 @@ std::string key(const std::string& name) {
     return std::string(kArch) + "." + name;
 }
 
-std::string dims(const std::vector<std::int64_t>& shape) {
-    std::string text = "{";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
-    return text + "}";
-}
-
 // Metadata reads whose errors name the file and the key.
 class Metadata {
 public:
@@ -68,13 +61,9 @@ public:
 
     Result<const GgufTensor*> find(const std::string& name,
                                    const std::vector<std::int64_t>& shape) const {
-        const GgufTensor* t = m_file.findTensor(name);
-        if (t == nullptr)
-            return Status::notFound(m_file.name() + ": missing tensor '" + name + "'");
-        if (t->shape != shape) {
-            return Status::corrupt(m_file.name() + ": tensor '" + name + "' has shape " +
-                                   dims(t->shape) + ", expected " + dims(shape));
-        }
+        Result<const GgufTensor*> found = m_file.requireTensor(name, shape);
+        if (!found) return found.status();
+        const GgufTensor* t = *found;
         if (!kernels::tensorTypeInfo(t->type).computable) {
             return Status::unsupported(m_file.name() + ": tensor '" + name + "' has type " +
                                        std::string(kernels::tensorTypeInfo(t->type).name) +
@@ -211,8 +200,8 @@ Status readHyper(const GgufFile& file, ModelConfig& c, m3::Hyper& h) {
         return Status::notFound(file.name() + ": missing tensor 'token_embd.weight'");
     if (embedding->shape.size() != 2 || embedding->shape[0] != c.hiddenSize) {
         return Status::corrupt(file.name() + ": tensor 'token_embd.weight' has shape " +
-                               dims(embedding->shape) + ", expected {" +
-                               std::to_string(c.hiddenSize) + ", vocabulary}");
+                               shapeText(embedding->shape) + ", expected " +
+                               std::to_string(c.hiddenSize) + " x vocabulary");
     }
     c.vocabSize = embedding->shape[1];
     return {};

@@ -30,15 +30,6 @@ constexpr double kRopeTheta = 10000.0;       // fixed in Qwen2.5-VL's VisionRota
 constexpr std::int64_t kMlpRowChunk = 1024;  // rows of the MLP's (rows x ffn) scratch at a time
 constexpr std::int64_t kQueryChunk = 256;    // query rows of one full-attention task
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string text;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i > 0) text.append(" x ");
-        text.append(std::to_string(shape[i]));
-    }
-    return text;
-}
-
 bool isFloatType(TensorType type) {
     return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
 }
@@ -88,13 +79,9 @@ public:
 
     Result<const GgufTensor*> tensor(const std::string& name,
                                      const std::vector<std::int64_t>& shape) const {
-        const GgufTensor* t = m_file.findTensor(name);
-        if (t == nullptr)
-            return Status::notFound(m_file.name() + ": missing tensor '" + name + "'");
-        if (t->shape != shape) {
-            return Status::corrupt(m_file.name() + ": tensor '" + name + "' has shape " +
-                                   shapeText(t->shape) + ", expected " + shapeText(shape));
-        }
+        Result<const GgufTensor*> found = m_file.requireTensor(name, shape);
+        if (!found) return found.status();
+        const GgufTensor* t = *found;
         return t;
     }
 

@@ -210,28 +210,11 @@ Result<cv::Mat> EnvironmentContext::screenshot(const std::string& url) {
     }
     if (!m_browser && !m_gui) return Status::unsupported("no browser to render " + url);
     Result<cv::Mat> image = Status::internal("the page was not rendered");
-    IRIS_RETURN_IF_ERROR(m_gui([&] {
-        agent::BrowserOptions options;
-        options.startUrl = url;
-        options.viewportWidth = m_setup.viewportWidth;
-        options.viewportHeight = m_setup.viewportHeight;
-        Result<std::unique_ptr<agent::BrowserEnvironment>> page =
-            agent::BrowserEnvironment::create(options);
-        if (!page) {
-            image = page.status();
-            return;
-        }
-        if (Status reset = (*page)->reset(); !reset.isOk()) {
-            image = reset;
-            return;
-        }
-        Result<agent::Observation> observation = (*page)->observe();
-        if (!observation) {
-            image = observation.status();
-            return;
-        }
-        image = observation->screenshot;
-    }));
+    IRIS_RETURN_IF_ERROR(
+        onSeparatePage(url, [&](agent::BrowserEnvironment&, const agent::Observation& settled) {
+            image = settled.screenshot;
+            return Status::ok();
+        }));
     return image;
 }
 
@@ -249,6 +232,19 @@ Result<ev::PageTextBlocks> EnvironmentContext::pageTextBlocks(const std::string&
     }
     if (!m_gui) return Status::unsupported("no browser to render " + url);
     Result<ev::PageTextBlocks> blocks = Status::internal("the page was not rendered");
+    IRIS_RETURN_IF_ERROR(onSeparatePage(url, [&](agent::BrowserEnvironment& page,
+                                                 const agent::Observation&) {
+        Result<std::string> text = page.evaluateJavaScript(script);
+        blocks = text ? blocksFromScriptValue(*text) : Result<ev::PageTextBlocks>(text.status());
+        return Status::ok();
+    }));
+    return blocks;
+}
+
+Status EnvironmentContext::onSeparatePage(
+    const std::string& url,
+    const std::function<Status(agent::BrowserEnvironment&, const agent::Observation&)>& use) {
+    Status result = Status::internal("the page was not rendered");
     IRIS_RETURN_IF_ERROR(m_gui([&] {
         agent::BrowserOptions options;
         options.startUrl = url;
@@ -257,21 +253,17 @@ Result<ev::PageTextBlocks> EnvironmentContext::pageTextBlocks(const std::string&
         Result<std::unique_ptr<agent::BrowserEnvironment>> page =
             agent::BrowserEnvironment::create(options);
         if (!page) {
-            blocks = page.status();
+            result = page.status();
             return;
         }
         if (Status reset = (*page)->reset(); !reset.isOk()) {
-            blocks = reset;
+            result = reset;
             return;
         }
-        if (Result<agent::Observation> settled = (*page)->observe(); !settled) {
-            blocks = settled.status();
-            return;
-        }
-        Result<std::string> text = (*page)->evaluateJavaScript(script);
-        blocks = text ? blocksFromScriptValue(*text) : Result<ev::PageTextBlocks>(text.status());
+        Result<agent::Observation> settled = (*page)->observe();  // loaded, fonts, two frames
+        result = settled ? use(**page, *settled) : settled.status();
     }));
-    return blocks;
+    return result;
 }
 
 }  // namespace iris::app::eval

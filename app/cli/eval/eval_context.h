@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/env/browser/browser_environment.h"
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/environment.h"
 #include "agent/eval/evaluator.h"
@@ -60,6 +61,11 @@ public:
 private:
     // The JSON value of `script` in the active page.
     Result<nlohmann::json> evaluateInPage(const std::string& script);
+    // Renders `url` in a page of its own (the task's viewport), on the GUI thread, and calls
+    // `use` with it once it has settled: what getters of another page than the active one read.
+    Status onSeparatePage(
+        const std::string& url,
+        const std::function<Status(agent::BrowserEnvironment&, const agent::Observation&)>& use);
 
     ContextSetup m_setup;
     agent::Environment& m_environment;

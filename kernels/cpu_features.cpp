@@ -9,6 +9,10 @@
 #include <cpuid.h>
 #define IRIS_X86 1
 #endif
+#if defined(__linux__) && IRIS_X86
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace iris::kernels {
 namespace {
@@ -33,6 +37,18 @@ uint64_t readXcr0() {
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return (uint64_t{hi} << 32) | lo;
+}
+
+// Linux hands out the 8 KiB of tile registers only to processes that ask (since 5.16); without
+// the permission the first tile instruction kills the process with SIGILL.
+bool requestTilePermission() {
+#if defined(__linux__)
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
 }
 
 std::string brandString() {
@@ -76,6 +92,8 @@ CpuFeatures detect() {
     f.avx512vnni = f.avx512f && bit(l7.ecx, 11);
     f.avx512fp16 = f.avx512f && bit(l7.edx, 23);
     f.avx512bf16 = f.avx512f && bit(l7s1.eax, 5);
+    const bool osTiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA
+    f.amxBf16 = osTiles && bit(l7.edx, 24) && bit(l7.edx, 22) && requestTilePermission();
     return f;
 }
 #else
@@ -135,7 +153,7 @@ std::optional<CpuIsa> parseCpuIsa(std::string_view name) {
 }
 
 std::string cpuFeatureList(const CpuFeatures& f) {
-    const std::array<std::pair<bool, const char*>, 13> flags = {{
+    const std::array<std::pair<bool, const char*>, 14> flags = {{
         {f.sse42, "sse4.2"},
         {f.avx, "avx"},
         {f.avx2, "avx2"},
@@ -149,6 +167,7 @@ std::string cpuFeatureList(const CpuFeatures& f) {
         {f.avx512vnni, "avx512vnni"},
         {f.avx512bf16, "avx512bf16"},
         {f.avx512fp16, "avx512fp16"},
+        {f.amxBf16, "amx-bf16"},
     }};
     std::string list;
     for (const auto& [present, name] : flags) {

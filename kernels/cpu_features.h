@@ -27,6 +27,10 @@ struct CpuFeatures {
     bool avx512vnni = false;
     bool avx512bf16 = false;
     bool avx512fp16 = false;
+    // AMX tiles with bf16 products (Intel Xeon 4th generation and later), the OS saves the tile
+    // state (XCR0) and, on Linux, granted this process the permission to use it
+    // (arch_prctl ARCH_REQ_XCOMP_PERM, asked for once during detection).
+    bool amxBf16 = false;
 };
 
 // The features of the CPU this process runs on. Detected on first call; thread-safe.

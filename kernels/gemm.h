@@ -36,6 +36,27 @@ void gemm(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int
           const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
           std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
 
+// How the products are formed.
+//   F32   the contract above.
+//   Bf16  x and W are first rounded to bfloat16 (to nearest even, 8 significant bits), then the
+//         products (exact in f32) are summed in f32: what AMX tiles compute (Intel Xeon 4th
+//         generation and later: about 5x the AVX-512 F32 kernel) and AVX512-BF16 dot products
+//         compute (also AMD Zen 4 and 5; on an Intel Xeon 0.7x the F32 kernel, the conversions
+//         cost more than the dot products save), and the precision Qwen2.5-VL and MiniMax-M3
+//         were trained and are served in. The result agrees with a float64 product of the
+//         rounded operands to within 1e-5 of sum_j |x[i, j] W[n, j]|, and with the unrounded
+//         product to within 2^-8 of it. Without either the same rounding is done and the F32
+//         kernel sums. Column splits are bit-identical as for F32.
+enum class GemmPrecision { F32, Bf16 };
+
+void gemm(GemmPrecision precision, TensorType weightType, const void* w, std::ptrdiff_t wStride,
+          std::int64_t k, const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+          float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+
+// Whether GemmPrecision::Bf16 runs on AMX tiles here (usable by this process, with the AVX-512
+// level active: IRIS_CPU_ISA=avx2 turns it off too), the one place it is faster than F32.
+bool gemmBf16OnAmx();
+
 // Whether gemm computes with weights of `weightType` (F32, F16, BF16).
 constexpr bool gemmSupports(TensorType weightType) {
     return weightType == TensorType::F32 || weightType == TensorType::F16 ||

@@ -48,6 +48,12 @@ void matmul(TensorType weightType, const void* w, std::int64_t k, const void* pr
 //   per group of 16 rows (the last one zero-padded), per 32-value block b:
 //     float d[16] (the rows' scales), then 8 x 64 bytes: for j in 0..7, rows 0..15's values
 //     4j..4j+3 stored unsigned (q8_0: q + 128; q5_0, q4_0: the raw 5- or 4-bit value)
+// q4_K, q5_K and q6_K are packed on AVX2 too: 16 rows interleaved the same way per 256-value
+// super-block, the values kept at 4, 5 or 6 bits, the 6-bit sub-block scales and minimums
+// unpacked to one byte per row (2432, 2944 and 3392 bytes per 16 x 256 values against 2304,
+// 2816 and 3360 in the file); the layout is in kernels/cpu/matmul.h. Their file layout costs
+// a horizontal sum per row and the scale unpacking per row and token, which the packed one
+// does once at load.
 
 // Bytes of the packed form of n rows of k values, or 0 when `weightType` has none on this CPU.
 std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k);

@@ -1,6 +1,8 @@
 #include "kernels/gemm.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/gemm_internal.h"
 #include "kernels/cpu_features.h"
@@ -22,6 +24,13 @@ float weightAt(TensorType type, const void* w, std::ptrdiff_t index) {
     }
 }
 
+float roundToBf16(float v) {
+    return bf16ToFp32(fp32ToBf16(v));
+}
+
+// Rows of x rounded at a time by gemmBf16Rounded: bounds its copy to 256 x k floats.
+constexpr std::int64_t kRoundedRows = 256;
+
 }  // namespace
 
 void gemmScalar(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
@@ -34,6 +43,45 @@ void gemmScalar(TensorType weightType, const void* w, std::ptrdiff_t wStride, st
                 sum += x[i * xStride + j] * weightAt(weightType, w, n * wStride + j);
             y[i * yStride + n] = sum;
         }
+    }
+}
+
+void gemmBf16Scalar(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                    const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                    float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+    for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t n = nBegin; n < nEnd; ++n) {
+            float sum = 0.0f;
+            for (std::int64_t j = 0; j < k; ++j) {
+                sum += roundToBf16(x[i * xStride + j]) *
+                       roundToBf16(weightAt(weightType, w, n * wStride + j));
+            }
+            y[i * yStride + n] = bias != nullptr ? sum + bias[n] : sum;
+        }
+    }
+}
+
+void gemmBf16Rounded(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                     const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                     float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+    if (m <= 0 || nEnd <= nBegin) return;
+    thread_local std::vector<std::uint16_t> columns;
+    thread_local std::vector<float> rows;
+    const std::int64_t count = nEnd - nBegin;
+    columns.resize(std::size_t(count * k));
+    for (std::int64_t n = 0; n < count; ++n)
+        for (std::int64_t j = 0; j < k; ++j)
+            columns[std::size_t(n * k + j)] =
+                fp32ToBf16(weightAt(weightType, w, (nBegin + n) * wStride + j));
+    const float* columnBias = bias != nullptr ? bias + nBegin : nullptr;
+    for (std::int64_t i0 = 0; i0 < m; i0 += kRoundedRows) {
+        const std::int64_t chunk = std::min(kRoundedRows, m - i0);
+        rows.resize(std::size_t(chunk * k));
+        for (std::int64_t i = 0; i < chunk; ++i)
+            for (std::int64_t j = 0; j < k; ++j)
+                rows[std::size_t(i * k + j)] = roundToBf16(x[(i0 + i) * xStride + j]);
+        kernels::gemm(TensorType::BF16, columns.data(), k, k, rows.data(), k, chunk, columnBias,
+                      y + i0 * yStride + nBegin, yStride, 0, count);
     }
 }
 
@@ -55,6 +103,41 @@ void gemm(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int
         return;
     }
     static const cpu::GemmFn fn = cpu::pickVariant(cpu::gemmVariants(), activeIsa());
+    fn(weightType, w, wStride, k, x, xStride, m, bias, y, yStride, nBegin, nEnd);
+}
+
+namespace {
+
+// The GemmPrecision::Bf16 variant for this CPU: AMX tiles, else AVX512-BF16 dot products, else
+// rounding followed by the F32 kernel.
+cpu::GemmFn pickBf16Variant() {
+#if defined(IRIS_KERNELS_X86)
+    const CpuFeatures& features = cpuFeatures();
+    if (activeIsa() >= CpuIsa::Avx512 && features.avx512bf16)
+        return features.amxBf16 ? cpu::gemmBf16Amx : cpu::gemmBf16Avx512;
+#endif
+    return cpu::gemmBf16Rounded;
+}
+
+}  // namespace
+
+bool gemmBf16OnAmx() {
+#if defined(IRIS_KERNELS_X86)
+    static const bool onAmx = pickBf16Variant() == cpu::gemmBf16Amx;
+    return onAmx;
+#else
+    return false;
+#endif
+}
+
+void gemm(GemmPrecision precision, TensorType weightType, const void* w, std::ptrdiff_t wStride,
+          std::int64_t k, const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+          float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+    if (precision == GemmPrecision::F32 || !gemmSupports(weightType)) {
+        gemm(weightType, w, wStride, k, x, xStride, m, bias, y, yStride, nBegin, nEnd);
+        return;
+    }
+    static const cpu::GemmFn fn = pickBf16Variant();
     fn(weightType, w, wStride, k, x, xStride, m, bias, y, yStride, nBegin, nEnd);
 }
 

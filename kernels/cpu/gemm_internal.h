@@ -36,4 +36,22 @@ void gemmAvx2As12x32(TensorType weightType, const void* w, std::ptrdiff_t wStrid
 
 IsaVariants<GemmFn> gemmVariants();
 
+// GemmPrecision::Bf16. Reference: operands rounded to bf16 one at a time, f32 sums in index order.
+void gemmBf16Scalar(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                    const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                    float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+// Without AMX: rounds chunks of x and the columns' W to bf16, then sums with the F32 gemm.
+void gemmBf16Rounded(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                     const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                     float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+// x86/gemm_bf16.cpp. AMX tiles: 32 x 32 blocks of y in four tiles; only when
+// cpuFeatures().amxBf16 and avx512bf16. AVX512-BF16 dot products: 12 x 32 blocks in registers;
+// only when cpuFeatures().avx512bf16 (and the AVX-512 level).
+void gemmBf16Avx512(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                    const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                    float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+void gemmBf16Amx(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int64_t k,
+                 const float* x, std::ptrdiff_t xStride, std::int64_t m, const float* bias,
+                 float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+
 }  // namespace iris::kernels::cpu

@@ -91,6 +91,46 @@ void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa
         double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
+// As benchMatmul, on the packed K layout (kernels::packWeights) of the same weights; bytes/s
+// counts the packed bytes the kernel reads.
+void benchMatmulPackedK(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa) {
+    using namespace iris::kernels;
+    if (isa > highestSupportedIsa(cpuFeatures())) {
+        state.SkipWithError("CPU lacks this level");
+        return;
+    }
+    const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
+    std::vector<float> raw(std::size_t(k), 0.0f);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<std::byte> w(std::size_t(rowBytes(type, k) * n));
+    for (std::int64_t r = 0; r < n; ++r) {
+        for (float& v : raw)
+            v = normal(rng);
+        quantizeRow(type, raw.data(), w.data() + r * rowBytes(type, k), k);
+    }
+    std::vector<std::byte> packed(
+        std::size_t((n + 15) / 16 * (k / 256) * cpu::packedKSuperBlockBytes(type)));
+    packWeights(type, w.data(), n, k, packed.data());
+    std::vector<float> x(std::size_t(m * k), 0.0f), y(std::size_t(m * n), 0.0f);
+    for (float& v : x)
+        v = normal(rng);
+    std::vector<std::byte> prepared(std::size_t(preparedRowBytes(type, k) * m));
+    prepareActivations(type, x.data(), k, m, k, prepared.data());
+    cpu::PackedKMatmulFn fn = cpu::matmulPackedKScalar;
+#if defined(IRIS_KERNELS_X86)
+    if (isa == CpuIsa::Avx2) fn = cpu::matmulPackedKAvx2;
+    if (isa == CpuIsa::Avx512) fn = cpu::matmulPackedKAvx512;
+#endif
+    for (auto _ : state) {
+        fn(type, packed.data(), k, prepared.data(), m, y.data(), n, 0, n);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(packed.size()));
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 // Qwen2.5-0.5B's FFN down projection: 896 x 4864 (decode, and a 64-token prefill chunk). Its rows
 // are whole K super-blocks (4864 = 19 x 256); the 896-wide rows of the other projections are not,
 // which is why llama.cpp's Q4_K_M stores those as q5_0 / q8_0.
@@ -102,10 +142,18 @@ void matmulShapes(benchmark::internal::Benchmark* b) {
 
 // One dense product y = x W^T (+ bias), single-threaded, with W (n x k) f32 or f16/bf16.
 // Args: m, k, n.
-void benchGemm(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa) {
+enum class Bf16Kernel { None, Dots, Tiles };  // GemmPrecision::Bf16: AVX512-BF16 or AMX
+
+void benchGemm(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa,
+               Bf16Kernel bf16 = Bf16Kernel::None) {
     using namespace iris::kernels;
     if (isa > highestSupportedIsa(cpuFeatures())) {
         state.SkipWithError("CPU lacks this level");
+        return;
+    }
+    if ((bf16 == Bf16Kernel::Dots && !cpuFeatures().avx512bf16) ||
+        (bf16 == Bf16Kernel::Tiles && !(cpuFeatures().amxBf16 && cpuFeatures().avx512bf16))) {
+        state.SkipWithError("CPU (or OS) lacks AVX512-BF16 or AMX bf16 tiles");
         return;
     }
     const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
@@ -136,8 +184,10 @@ void benchGemm(benchmark::State& state, iris::kernels::TensorType type, CpuIsa i
         v = normal(rng);
     cpu::GemmFn fn = isa == CpuIsa::Scalar ? cpu::gemmScalar
 #if defined(IRIS_KERNELS_X86)
-                     : isa == CpuIsa::Avx2 ? cpu::gemmAvx2
-                                           : cpu::gemmAvx512;
+                     : isa == CpuIsa::Avx2       ? cpu::gemmAvx2
+                     : bf16 == Bf16Kernel::Tiles ? cpu::gemmBf16Amx
+                     : bf16 == Bf16Kernel::Dots  ? cpu::gemmBf16Avx512
+                                                 : cpu::gemmAvx512;
 #else
                                              : nullptr;
 #endif
@@ -182,6 +232,12 @@ BENCHMARK_CAPTURE(benchGemm, F16_scalar, iris::kernels::TensorType::F16, CpuIsa:
 IRIS_GEMM_BENCH(F32)
 IRIS_GEMM_BENCH(F16)
 IRIS_GEMM_BENCH(BF16)
+BENCHMARK_CAPTURE(benchGemm, F16_avx512bf16, iris::kernels::TensorType::F16, CpuIsa::Avx512,
+                  Bf16Kernel::Dots)
+    ->Apply(gemmVisionShapes);
+BENCHMARK_CAPTURE(benchGemm, F16_amx_bf16, iris::kernels::TensorType::F16, CpuIsa::Avx512,
+                  Bf16Kernel::Tiles)
+    ->Apply(gemmVisionShapes);
 BENCHMARK_CAPTURE(benchMatmul, F16_avx2_prefill, iris::kernels::TensorType::F16, CpuIsa::Avx2)
     ->Apply(matmulPrefillShapes);
 BENCHMARK_CAPTURE(benchMatmul, F16_avx512_prefill, iris::kernels::TensorType::F16, CpuIsa::Avx512)
@@ -199,6 +255,22 @@ IRIS_MATMUL_BENCH(Q8_0)
 IRIS_MATMUL_BENCH(Q4_K)
 IRIS_MATMUL_BENCH(Q6_K)
 IRIS_MATMUL_BENCH(Q4_0)
+
+// The packed K layouts, on the FFN down projection only (the output head is never a K type in
+// the Q4_K_M recipe).
+void matmulPackedShapes(benchmark::internal::Benchmark* b) {
+    b->Args({896, 4864, 1})->Args({896, 4864, 64});
+}
+#define IRIS_MATMUL_PACKED_BENCH(type)                                                    \
+    BENCHMARK_CAPTURE(benchMatmulPackedK, type##_avx2, iris::kernels::TensorType::type,   \
+                      CpuIsa::Avx2)                                                       \
+        ->Apply(matmulPackedShapes);                                                      \
+    BENCHMARK_CAPTURE(benchMatmulPackedK, type##_avx512, iris::kernels::TensorType::type, \
+                      CpuIsa::Avx512)                                                     \
+        ->Apply(matmulPackedShapes);
+IRIS_MATMUL_PACKED_BENCH(Q4_K)
+IRIS_MATMUL_PACKED_BENCH(Q5_K)
+IRIS_MATMUL_PACKED_BENCH(Q6_K)
 IRIS_MATMUL_BENCH(Q5_0)
 
 BENCHMARK_CAPTURE(benchRmsNorm, scalar, iris::kernels::cpu::rmsNormScalar, CpuIsa::Scalar)

@@ -1,5 +1,6 @@
 #include "kernels/gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -72,21 +73,63 @@ struct Reference {
     double value, tolerance;
 };
 
+double roundToBf16(double v) {
+    return bf16ToFp32(fp32ToBf16(float(v)));
+}
+
 // The float64 product; a correct f32 kernel is within a few ulps of sum |x w| (+ |bias|) of it.
 // A kernel that drops or repeats one of the k terms misses by about sum |x w| / k, far more.
-Reference reference(const Problem& p, std::int64_t i, std::int64_t n, bool withBias) {
+// `bf16`: the product of the operands rounded to bfloat16 (GemmPrecision::Bf16), whose products
+// are exact in f32, so the same tolerance holds.
+Reference reference(const Problem& p, std::int64_t i, std::int64_t n, bool withBias,
+                    bool bf16 = false) {
     double sum = withBias ? double(p.bias[std::size_t(n)]) : 0.0, magnitude = std::fabs(sum);
     for (std::int64_t j = 0; j < p.k; ++j) {
-        const double t =
-            double(p.x[std::size_t(i * p.xStride + j)]) * p.wd[std::size_t(n * p.wStride + j)];
-        sum += t;
-        magnitude += std::fabs(t);
+        double x = p.x[std::size_t(i * p.xStride + j)], w = p.wd[std::size_t(n * p.wStride + j)];
+        if (bf16) {
+            x = roundToBf16(x);
+            w = roundToBf16(w);
+        }
+        sum += x * w;
+        magnitude += std::fabs(x * w);
     }
     return {sum, 1e-5 * magnitude + 1e-30};
 }
 
 std::string typeName(TensorType type) {
     return type == TensorType::F32 ? "F32" : type == TensorType::F16 ? "F16" : "BF16";
+}
+
+// Runs `fn` on columns [nBegin, nEnd) and checks every written value against the float64
+// product and every other value of y for being untouched.
+void checkVariant(cpu::GemmFn fn, const Problem& p, std::int64_t nBegin, std::int64_t nEnd,
+                  bool withBias, bool bf16) {
+    ASSERT_NE(fn, nullptr);
+    const std::ptrdiff_t yStride = p.n + 7;
+    std::vector<float> y(std::size_t(p.m * yStride), kUntouched);
+    fn(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m,
+       withBias ? p.bias.data() : nullptr, y.data(), yStride, nBegin, nEnd);
+    int failures = 0;
+    for (std::int64_t i = 0; i < p.m && failures < 5; ++i) {
+        for (std::int64_t n = 0; n < yStride && failures < 5; ++n) {
+            const float got = y[std::size_t(i * yStride + n)];
+            if (n < nBegin || n >= nEnd) {
+                if (got != kUntouched) {
+                    ++failures;
+                    ADD_FAILURE() << "wrote outside the range at row " << i << " column " << n;
+                }
+                continue;
+            }
+            const Reference r = reference(p, i, n, withBias, bf16);
+            if (!(std::fabs(double(got) - r.value) <= r.tolerance)) {
+                ++failures;
+                ADD_FAILURE() << (bf16 ? "bf16 " : "") << typeName(p.type) << " m=" << p.m
+                              << " k=" << p.k << " n=[" << nBegin << "," << nEnd
+                              << ") bias=" << withBias << ": y[" << i << "][" << n << "] = " << got
+                              << ", expected " << r.value << " +- " << r.tolerance;
+            }
+        }
+    }
 }
 
 // Every variant, and the AVX-512 blocking run on AVX2 (so that it is tested without AVX-512).
@@ -126,36 +169,8 @@ protected:
         }
     }
 
-    // Runs the variant on columns [nBegin, nEnd) and checks every written value against the
-    // float64 product and every other value of y for being untouched.
     void check(const Problem& p, std::int64_t nBegin, std::int64_t nEnd, bool withBias) {
-        const cpu::GemmFn fn = variant();
-        ASSERT_NE(fn, nullptr);
-        const std::ptrdiff_t yStride = p.n + 7;
-        std::vector<float> y(std::size_t(p.m * yStride), kUntouched);
-        fn(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m,
-           withBias ? p.bias.data() : nullptr, y.data(), yStride, nBegin, nEnd);
-        int failures = 0;
-        for (std::int64_t i = 0; i < p.m && failures < 5; ++i) {
-            for (std::int64_t n = 0; n < yStride && failures < 5; ++n) {
-                const float got = y[std::size_t(i * yStride + n)];
-                if (n < nBegin || n >= nEnd) {
-                    if (got != kUntouched) {
-                        ++failures;
-                        ADD_FAILURE() << "wrote outside the range at row " << i << " column " << n;
-                    }
-                    continue;
-                }
-                const Reference r = reference(p, i, n, withBias);
-                if (!(std::fabs(double(got) - r.value) <= r.tolerance)) {
-                    ++failures;
-                    ADD_FAILURE() << typeName(p.type) << " m=" << p.m << " k=" << p.k << " n=["
-                                  << nBegin << "," << nEnd << ") bias=" << withBias << ": y[" << i
-                                  << "][" << n << "] = " << got << ", expected " << r.value
-                                  << " +- " << r.tolerance;
-                }
-            }
-        }
+        checkVariant(variant(), p, nBegin, nEnd, withBias, false);
     }
 };
 
@@ -262,6 +277,139 @@ TEST(GemmTest, UnsupportedWeightTypeWritesNan) {
     gemm(TensorType::Q8_0, w.data(), 32, 32, x.data(), 32, 1, nullptr, y.data(), 8, 2, 6);
     for (int n = 0; n < 8; ++n)
         EXPECT_EQ(std::isnan(y[std::size_t(n)]), n >= 2 && n < 6) << n;
+}
+
+// ---- GemmPrecision::Bf16 ----------------------------------------------------------------------
+
+enum class Bf16Variant { Scalar, Rounded, Avx512Bf16, Amx };
+
+std::string bf16VariantName(Bf16Variant v) {
+    switch (v) {
+        case Bf16Variant::Scalar:
+            return "scalar";
+        case Bf16Variant::Rounded:
+            return "rounded";
+        case Bf16Variant::Avx512Bf16:
+            return "avx512bf16";
+        case Bf16Variant::Amx:
+            return "amx";
+    }
+    return "?";
+}
+
+class GemmBf16Test : public ::testing::TestWithParam<Bf16Variant> {
+protected:
+    void SetUp() override {
+        if (GetParam() == Bf16Variant::Amx && !(cpuFeatures().amxBf16 && cpuFeatures().avx512bf16))
+            GTEST_SKIP() << "this CPU (or the OS) offers no AMX bf16 tiles";
+    }
+    cpu::GemmFn variant() const {
+        switch (GetParam()) {
+            case Bf16Variant::Scalar:
+                return cpu::gemmBf16Scalar;
+            case Bf16Variant::Rounded:
+                return cpu::gemmBf16Rounded;
+#if defined(IRIS_KERNELS_X86)
+            case Bf16Variant::Avx512Bf16:
+                return cpu::gemmBf16Avx512;
+            case Bf16Variant::Amx:
+                return cpu::gemmBf16Amx;
+#endif
+            default:
+                return nullptr;
+        }
+    }
+};
+
+TEST_P(GemmBf16Test, MatchesFloat64ProductOfTheRoundedOperands) {
+    // Rows around the 16-row tiles and 32-row blocks, k around the 32-value tiles; m = 300 with
+    // k = 1283 spans two blocks of converted rows.
+    const std::int64_t ms[] = {1, 5, 16, 33, 300};
+    const std::int64_t ks[] = {1, 7, 31, 32, 80, 1283};
+    constexpr std::int64_t kN = 70;  // two 32-column blocks and a 6-column tail
+    unsigned seed = 11;
+    for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+        for (std::int64_t m : ms) {
+            for (std::int64_t k : ks) {
+                if (GetParam() == Bf16Variant::Scalar && k > 256 && m > 5) continue;
+                if (m == 300 && type != TensorType::F16) continue;  // one type is enough there
+                const Problem p = makeProblem(type, kN, k, m, 3, 5, seed++);
+                const bool withBias = seed % 2 == 0;
+                checkVariant(variant(), p, 0, kN, withBias, true);
+                checkVariant(variant(), p, 3, 61, !withBias, true);
+                checkVariant(variant(), p, 17, 18, withBias, true);
+                if (HasFailure()) return;
+            }
+        }
+    }
+}
+
+TEST_P(GemmBf16Test, StaysWithinBf16RoundingOfTheExactProduct) {
+    // Each operand moves by at most 2^-9 of itself, so each product by about 2^-8.
+    const Problem p = makeProblem(TensorType::F32, 40, 500, 9, 0, 0, 21);
+    std::vector<float> y(std::size_t(p.m * p.n), 0.0f);
+    variant()(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m, p.bias.data(),
+              y.data(), p.n, 0, p.n);
+    double worst = 0.0;
+    for (std::int64_t i = 0; i < p.m; ++i) {
+        for (std::int64_t n = 0; n < p.n; ++n) {
+            const Reference exact = reference(p, i, n, true);
+            const double magnitude = exact.tolerance / 1e-5;
+            const double error = std::fabs(double(y[std::size_t(i * p.n + n)]) - exact.value);
+            ASSERT_LE(error, magnitude / 256.0) << i << "," << n;
+            worst = std::max(worst, error / magnitude);
+        }
+    }
+    EXPECT_GT(worst, 0.0) << "the operands were not rounded to bf16";
+}
+
+TEST_P(GemmBf16Test, ZeroKWritesTheBias) {
+    const Problem p = makeProblem(TensorType::F16, 20, 0, 3, 1, 1, 7);
+    std::vector<float> y(std::size_t(3 * 20), kUntouched);
+    variant()(p.type, p.weights(), p.wStride, 0, p.x.data(), p.xStride, 3, p.bias.data(), y.data(),
+              20, 2, 19);
+    for (std::int64_t i = 0; i < 3; ++i)
+        for (std::int64_t n = 0; n < 20; ++n)
+            EXPECT_EQ(y[std::size_t(i * 20 + n)],
+                      n >= 2 && n < 19 ? p.bias[std::size_t(n)] : kUntouched);
+}
+
+TEST_P(GemmBf16Test, TwoThreadsOnDisjointRangesEqualOneCall) {
+    const Problem p = makeProblem(TensorType::F16, 301, 600, 97, 2, 1, 5);
+    std::vector<float> whole(std::size_t(p.m * p.n), 0.0f), split(whole.size(), 0.0f);
+    const cpu::GemmFn fn = variant();
+    fn(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m, p.bias.data(), whole.data(),
+       p.n, 0, p.n);
+    std::thread a([&] {
+        fn(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m, p.bias.data(),
+           split.data(), p.n, 0, 64);
+    });
+    std::thread b([&] {
+        fn(p.type, p.weights(), p.wStride, p.k, p.x.data(), p.xStride, p.m, p.bias.data(),
+           split.data(), p.n, 64, p.n);
+    });
+    a.join();
+    b.join();
+    EXPECT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, GemmBf16Test,
+                         ::testing::Values(Bf16Variant::Scalar, Bf16Variant::Rounded,
+                                           Bf16Variant::Avx512Bf16, Bf16Variant::Amx),
+                         [](const ::testing::TestParamInfo<Bf16Variant>& param) {
+                             return bf16VariantName(param.param);
+                         });
+
+TEST(GemmTest, DispatchedBf16CallMatchesTheRoundedProduct) {
+    const Problem p = makeProblem(TensorType::F16, 40, 300, 13, 4, 0, 3);
+    checkVariant(
+        [](TensorType type, const void* w, std::ptrdiff_t wStride, std::int64_t k, const float* x,
+           std::ptrdiff_t xStride, std::int64_t m, const float* bias, float* y,
+           std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
+            gemm(GemmPrecision::Bf16, type, w, wStride, k, x, xStride, m, bias, y, yStride, nBegin,
+                 nEnd);
+        },
+        p, 0, p.n, true, true);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -201,6 +202,114 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
                     }
                 }
             }
+        }
+    }
+}
+
+// The packed K layouts (q4_K, q5_K, q6_K: 16 interleaved rows, unpacked sub-block scales) give
+// the float64 reference product and the plain layout's, for the scalar reference of the layout
+// and every SIMD kernel this CPU runs, with padded groups (n not a multiple of 16), column
+// ranges split as threads split them, and outputs outside the range left alone.
+TEST(MatmulPackedK, MatchesTheReferenceAndThePlainLayout) {
+    const CpuIsa highest = highestSupportedIsa(cpuFeatures());
+    std::vector<std::pair<std::string, cpu::PackedKMatmulFn>> kernels = {
+        {"scalar", cpu::matmulPackedKScalar}};
+#if defined(IRIS_KERNELS_X86)
+    if (highest >= CpuIsa::Avx2) kernels.emplace_back("avx2", cpu::matmulPackedKAvx2);
+    if (highest >= CpuIsa::Avx512) kernels.emplace_back("avx512", cpu::matmulPackedKAvx512);
+#endif
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+        for (std::int64_t n : {1, 8, 16, 21, 40, 48}) {
+            for (std::int64_t m : {1, 3, 6}) {
+                const Problem p = makeProblem(type, n, m, unsigned(n * 10 + m) + unsigned(type));
+                std::vector<float> plain(std::size_t(m * n), 0.0f);
+                cpu::matmulScalar(type)(p.w.data(), p.k, p.prepared.data(), m, plain.data(), n, 0,
+                                        n);
+                const std::int64_t groups = (n + 15) / 16;
+                std::vector<std::byte> packed(
+                    std::size_t(groups * (p.k / 256) * cpu::packedKSuperBlockBytes(type)));
+                packWeights(type, p.w.data(), n, p.k, packed.data());
+                const std::int64_t stride = n + 3;  // columns n..n+2 must stay untouched
+                for (const auto& [name, kernel] : kernels) {
+                    for (std::int64_t split : {std::int64_t(16), std::int64_t(32)}) {
+                        std::vector<float> got(std::size_t(m * stride), -7.0f);
+                        // Two calls, [0, split) and [split, n), as two threads would make them.
+                        kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(), stride,
+                               0, std::min(split, n));
+                        if (n > split)
+                            kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(),
+                                   stride, split, n);
+                        for (std::int64_t i = 0; i < m; ++i) {
+                            for (std::int64_t c = 0; c < stride; ++c) {
+                                const double v = got[std::size_t(i * stride + c)];
+                                const std::string where =
+                                    std::string(tensorTypeInfo(type).name) + " " + name +
+                                    " n=" + std::to_string(n) + " m=" + std::to_string(m) +
+                                    " i=" + std::to_string(i) + " c=" + std::to_string(c);
+                                if (c >= n) {
+                                    ASSERT_EQ(v, -7.0) << where;
+                                    continue;
+                                }
+                                const Reference ref = reference(p, i, c);
+                                ASSERT_NEAR(v, ref.value, ref.tolerance) << where;
+                                const double want = plain[std::size_t(i * n + c)];
+                                ASSERT_NEAR(v, want, 1e-5 * (std::fabs(want) + 1.0)) << where;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// A prefill-sized m: the SIMD kernels take the activation rows in several L2-sized panels (448
+// rows of 2 super-blocks each); the scalar reference of the layout takes them all at once.
+TEST(MatmulPackedK, ManyActivationRowsInPanels) {
+    const CpuIsa highest = highestSupportedIsa(cpuFeatures());
+    if (highest < CpuIsa::Avx2) GTEST_SKIP() << "no SIMD kernel on this CPU";
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+        const std::int64_t n = 24, m = 1000;
+        const Problem p = makeProblem(type, n, m, 23);
+        std::vector<std::byte> packed(
+            static_cast<std::size_t>(2 * (p.k / 256) * cpu::packedKSuperBlockBytes(type)));
+        packWeights(type, p.w.data(), n, p.k, packed.data());
+        std::vector<float> want(std::size_t(m * n), NAN);
+        cpu::matmulPackedKScalar(type, packed.data(), p.k, p.prepared.data(), m, want.data(), n, 0,
+                                 n);
+        std::vector<cpu::PackedKMatmulFn> kernels;
+#if defined(IRIS_KERNELS_X86)
+        kernels.push_back(cpu::matmulPackedKAvx2);
+        if (highest >= CpuIsa::Avx512) kernels.push_back(cpu::matmulPackedKAvx512);
+#endif
+        for (cpu::PackedKMatmulFn kernel : kernels) {
+            std::vector<float> got(want.size(), NAN);
+            kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0, n);
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                ASSERT_NEAR(double(got[i]), double(want[i]),
+                            1e-5 * (std::fabs(double(want[i])) + 1.0))
+                    << tensorTypeInfo(type).name << " " << i;
+            }
+        }
+    }
+}
+
+// Through the public API: packedBytes, packWeights and matmulPacked on the active ISA.
+TEST(MatmulPackedK, PublicApiMatchesThePlainLayout) {
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+        const std::int64_t n = 32, m = 5;
+        const std::int64_t bytes = packedBytes(type, n, 512);
+        if (bytes == 0) GTEST_SKIP() << "no packed K layout on " << cpuIsaName(activeIsa());
+        const Problem p = makeProblem(type, n, m, 17);
+        ASSERT_EQ(bytes, 2 * 2 * cpu::packedKSuperBlockBytes(type));
+        std::vector<std::byte> packed(static_cast<std::size_t>(bytes));
+        packWeights(type, p.w.data(), n, p.k, packed.data());
+        std::vector<float> got(std::size_t(m * n), NAN), want(got.size(), NAN);
+        matmulPacked(type, packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0, n);
+        matmul(type, p.w.data(), p.k, p.prepared.data(), m, want.data(), n, 0, n);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_NEAR(double(got[i]), double(want[i]), 1e-5 * (std::fabs(double(want[i])) + 1.0))
+                << tensorTypeInfo(type).name << " " << i;
         }
     }
 }

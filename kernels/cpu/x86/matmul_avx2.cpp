@@ -1,4 +1,6 @@
 // Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them (cpu/dispatch.h).
+#include <utility>
+
 #include "kernels/cpu/x86/matmul_x86.h"
 
 namespace iris::kernels::cpu {
@@ -16,7 +18,247 @@ struct DotMaddubs {
     }
 };
 
+// ---- packed K types (layout in kernels/cpu/matmul.h) ---------------------------------------
+// A 64-byte dot vector of 16 rows is two 32-byte halves of 8 rows; each half is computed on its
+// own. Without vpdpbusd, two vpmaddubsw results (4 values of a row in two int16 lanes each) are
+// added in int16 and multiplied by the row's sub-block scale with one vpmaddwd: the scale
+// register holds it in both int16 halves of the row's lane.
+
+inline __m256i loadHalf(const std::uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline __m256i broadcast4(const std::int8_t* p) {
+    std::int32_t four;
+    std::memcpy(&four, p, 4);
+    return _mm256_set1_epi32(four);
+}
+
+// 8 scale bytes as int32 lanes with the scale in both int16 halves.
+template <bool kSigned>
+inline __m256i scalePairs(const std::uint8_t* p) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m256i v = kSigned ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)),
+                           _mm256_slli_epi32(v, 16));
+}
+
+// An int16 value broadcast to the low half of every int32 lane (high half 0), so that vpmaddwd
+// against scale pairs gives scale * value.
+inline __m256i lowHalf(int value) {
+    return _mm256_set1_epi32(value & 0xFFFF);
+}
+
+// sum += scale * (q[a] . x[a] + q[b] . x[b]) for one row lane each. The int16 sum of the two
+// vpmaddubsw results holds: with values < 64 and |x| <= 127 it is at most 4 * 63 * 127.
+inline __m256i scaledPair(__m256i sum, __m256i qa, __m256i xa, __m256i qb, __m256i xb,
+                          __m256i scale) {
+    const __m256i pairs =
+        _mm256_add_epi16(_mm256_maddubs_epi16(qa, xa), _mm256_maddubs_epi16(qb, xb));
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, scale));
+}
+
+// Bit t of every byte as 0x10.
+template <int kBit>
+inline __m256i fifthBit(__m256i high) {
+    const __m256i mask = _mm256_set1_epi8(0x10);
+    if constexpr (kBit <= 4) return _mm256_and_si256(_mm256_slli_epi16(high, 4 - kBit), mask);
+    return _mm256_and_si256(_mm256_srli_epi16(high, kBit - 4), mask);
+}
+
+// Bits 2u, 2u + 1 of every byte as bits 4, 5.
+template <int kField>
+inline __m256i sixBitHigh(__m256i high) {
+    const __m256i mask = _mm256_set1_epi8(0x30);
+    if constexpr (kField < 2)
+        return _mm256_and_si256(_mm256_slli_epi16(high, 4 - 2 * kField), mask);
+    if constexpr (kField == 2) return _mm256_and_si256(high, mask);
+    return _mm256_and_si256(_mm256_srli_epi16(high, 2), mask);
+}
+
+template <int... kBits>
+inline void addFifthBits(__m256i* q, __m256i high, std::integer_sequence<int, kBits...>) {
+    ((q[kBits] = _mm256_or_si256(q[kBits], fifthBit<kBits>(high))), ...);
+}
+
+// Rows 8h..8h+7 of a packed q4_K (q5_K) group against R activation rows.
+template <bool kFiveBit, int R>
+void packedHalfQ45K(const std::uint8_t* group, int h, std::int64_t superBlocks,
+                    const BlockQ8K* const* x, __m256* acc) {
+    constexpr TensorType kType = kFiveBit ? TensorType::Q5_K : TensorType::Q4_K;
+    constexpr std::int64_t kSub = packedKSubBlockBytes(kType);
+    constexpr std::int64_t kBytes = packedKSuperBlockBytes(kType);
+    const __m256i lowMask = _mm256_set1_epi8(0x0F);
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < superBlocks; ++i) {
+        const std::uint8_t* block = group + i * kBytes;
+        __m256i sums[R], mins[R];
+        for (int r = 0; r < R; ++r)
+            sums[r] = mins[r] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; ++s) {
+            const std::uint8_t* run = block + kPackedKValuesOffset + s * kSub + 32 * h;
+            __m256i q[8];
+            for (int u = 0; u < 4; ++u) {
+                const __m256i bytes = loadHalf(run + 64 * u);
+                q[u] = _mm256_and_si256(bytes, lowMask);
+                q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), lowMask);
+            }
+            if constexpr (kFiveBit)
+                addFifthBits(q, loadHalf(run + 256), std::make_integer_sequence<int, 8>());
+            const __m256i scale = scalePairs<false>(block + kPackedKScalesOffset + 16 * s + 8 * h);
+            const __m256i minimum = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                reinterpret_cast<const __m128i*>(block + kPackedKMinsOffset + 16 * s + 8 * h)));
+            for (int r = 0; r < R; ++r) {
+                const BlockQ8K& xb = x[r][i];
+                const std::int8_t* xq = xb.qs + 32 * s;
+                for (int t = 0; t < 8; t += 2) {
+                    sums[r] = scaledPair(sums[r], q[t], broadcast4(xq + 4 * t), q[t + 1],
+                                         broadcast4(xq + 4 * t + 4), scale);
+                }
+                mins[r] = _mm256_add_epi32(
+                    mins[r],
+                    _mm256_madd_epi16(minimum, lowHalf(xb.bsums[2 * s] + xb.bsums[2 * s + 1])));
+            }
+        }
+        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(block) + 8 * h);
+        const __m256 dmin = _mm256_loadu_ps(reinterpret_cast<const float*>(block + 64) + 8 * h);
+        for (int r = 0; r < R; ++r) {
+            const __m256 dx = _mm256_set1_ps(x[r][i].d);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r]), _mm256_mul_ps(d, dx), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[r]), _mm256_mul_ps(dmin, dx), acc[r]);
+        }
+    }
+}
+
+// Rows 8h..8h+7 of a packed q6_K group against R activation rows; the +32 offset of the values
+// is taken out through the activation sums, scaled like the products.
+template <int R>
+void packedHalfQ6K(const std::uint8_t* group, int h, std::int64_t superBlocks,
+                   const BlockQ8K* const* x, __m256* acc) {
+    constexpr std::int64_t kSub = packedKSubBlockBytes(TensorType::Q6_K);
+    constexpr std::int64_t kBytes = packedKSuperBlockBytes(TensorType::Q6_K);
+    const __m256i lowMask = _mm256_set1_epi8(0x0F);
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < superBlocks; ++i) {
+        const std::uint8_t* block = group + i * kBytes;
+        __m256i sums[R], offsets[R];
+        for (int r = 0; r < R; ++r)
+            sums[r] = offsets[r] = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+            const std::uint8_t* run = block + kPackedQ6KValuesOffset + c * kSub + 32 * h;
+            const __m256i high0 = loadHalf(run + 256), high1 = loadHalf(run + 320);
+            __m256i q[8];
+            for (int u = 0; u < 4; ++u) {
+                const __m256i bytes = loadHalf(run + 64 * u);
+                q[u] = _mm256_and_si256(bytes, lowMask);
+                q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), lowMask);
+            }
+            q[0] = _mm256_or_si256(q[0], sixBitHigh<0>(high0));
+            q[1] = _mm256_or_si256(q[1], sixBitHigh<1>(high0));
+            q[2] = _mm256_or_si256(q[2], sixBitHigh<2>(high0));
+            q[3] = _mm256_or_si256(q[3], sixBitHigh<3>(high0));
+            q[4] = _mm256_or_si256(q[4], sixBitHigh<0>(high1));
+            q[5] = _mm256_or_si256(q[5], sixBitHigh<1>(high1));
+            q[6] = _mm256_or_si256(q[6], sixBitHigh<2>(high1));
+            q[7] = _mm256_or_si256(q[7], sixBitHigh<3>(high1));
+            const std::uint8_t* scales = block + kPackedQ6KScalesOffset + 8 * h;
+            const __m256i scale0 = scalePairs<true>(scales + 16 * (2 * c));
+            const __m256i scale1 = scalePairs<true>(scales + 16 * (2 * c + 1));
+            for (int r = 0; r < R; ++r) {
+                const BlockQ8K& xb = x[r][i];
+                const std::int8_t* xq = xb.qs + 32 * c;
+                __m256i sum = sums[r];
+                for (int t = 0; t < 4; t += 2) {
+                    sum = scaledPair(sum, q[t], broadcast4(xq + 4 * t), q[t + 1],
+                                     broadcast4(xq + 4 * t + 4), scale0);
+                    sum = scaledPair(sum, q[t + 4], broadcast4(xq + 16 + 4 * t), q[t + 5],
+                                     broadcast4(xq + 20 + 4 * t), scale1);
+                }
+                sums[r] = sum;
+                offsets[r] = _mm256_add_epi32(
+                    offsets[r],
+                    _mm256_add_epi32(_mm256_madd_epi16(scale0, lowHalf(xb.bsums[2 * c])),
+                                     _mm256_madd_epi16(scale1, lowHalf(xb.bsums[2 * c + 1]))));
+            }
+        }
+        const __m256 d = _mm256_loadu_ps(reinterpret_cast<const float*>(block) + 8 * h);
+        for (int r = 0; r < R; ++r) {
+            const __m256i total = _mm256_sub_epi32(sums[r], _mm256_slli_epi32(offsets[r], 5));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(x[r][i].d)), acc[r]);
+        }
+    }
+}
+
+template <int R>
+void packedHalfK(TensorType type, const std::uint8_t* group, int h, std::int64_t superBlocks,
+                 const BlockQ8K* const* x, __m256* acc) {
+    switch (type) {
+        case TensorType::Q4_K:
+            return packedHalfQ45K<false, R>(group, h, superBlocks, x, acc);
+        case TensorType::Q5_K:
+            return packedHalfQ45K<true, R>(group, h, superBlocks, x, acc);
+        default:
+            return packedHalfQ6K<R>(group, h, superBlocks, x, acc);
+    }
+}
+
 }  // namespace
+
+void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k,
+                       const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                       std::int64_t nBegin, std::int64_t nEnd) {
+    constexpr int kRows = 4;
+    const std::int64_t superBlocks = k / kQKK;
+    const std::int64_t groupBytes = superBlocks * packedKSuperBlockBytes(weightType);
+    const auto* groups = static_cast<const std::uint8_t*>(packed);
+    const auto* x = static_cast<const BlockQ8K*>(prepared);
+    // Activation rows in L2-sized panels, as in matmulPackedKAvx512.
+    const std::int64_t panel = std::max<std::int64_t>(
+        kRows, kPanelBytes / (superBlocks * std::int64_t(sizeof(BlockQ8K))) / kRows * kRows);
+    for (std::int64_t p0 = 0; p0 < m; p0 += panel) {
+        const std::int64_t p1 = std::min(m, p0 + panel);
+        for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
+            const std::uint8_t* group = groups + (n0 / kPackRows) * groupBytes;
+            for (int h = 0; h < 2 && n0 + 8 * h < nEnd; ++h) {
+                const int valid = int(std::min<std::int64_t>(8, nEnd - n0 - 8 * h));
+                for (std::int64_t i0 = p0; i0 < p1; i0 += kRows) {
+                    const BlockQ8K* rows[kRows];
+                    const int count = int(std::min<std::int64_t>(kRows, p1 - i0));
+                    for (int r = 0; r < count; ++r)
+                        rows[r] = x + (i0 + r) * superBlocks;
+                    __m256 acc[kRows];
+                    switch (count) {
+                        case 4:
+                            packedHalfK<4>(weightType, group, h, superBlocks, rows, acc);
+                            break;
+                        case 3:
+                            packedHalfK<3>(weightType, group, h, superBlocks, rows, acc);
+                            break;
+                        case 2:
+                            packedHalfK<2>(weightType, group, h, superBlocks, rows, acc);
+                            break;
+                        default:
+                            packedHalfK<1>(weightType, group, h, superBlocks, rows, acc);
+                            break;
+                    }
+                    for (int r = 0; r < count; ++r) {
+                        float* out = y + (i0 + r) * yStride + n0 + 8 * h;
+                        if (valid == 8) {
+                            _mm256_storeu_ps(out, acc[r]);
+                        } else {
+                            alignas(32) float lanes[8];
+                            _mm256_store_ps(lanes, acc[r]);
+                            std::memcpy(out, lanes, std::size_t(valid) * 4);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 MatmulFn matmulAvx2(TensorType weightType) {
     return matmulFor<DotMaddubs>(weightType);

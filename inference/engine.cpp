@@ -2,13 +2,69 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <span>
+#include <system_error>
 
 namespace iris::inference {
 namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// EngineOptions::onLoadProgress in bytes of work; reports only when the per-mille value rises,
+// so that a caller posting each report to a GUI thread is not flooded.
+class LoadProgress {
+public:
+    LoadProgress(const std::function<void(double)>& report, std::uint64_t total)
+        : m_report(report), m_total(std::max<std::uint64_t>(total, 1)) {}
+
+    // A milestone (the end of a phase) is reported whatever the step.
+    void add(std::uint64_t bytes, bool milestone = false) {
+        if (!m_report) return;
+        m_done = std::min(m_done + bytes, m_total);
+        const double fraction = double(m_done) / double(m_total);
+        // 1 is finish()'s alone: all bytes done is not yet a ready engine.
+        if (m_done == m_total || fraction <= m_reported) return;
+        if (!milestone && fraction - m_reported < 1e-3) return;
+        m_reported = fraction;
+        m_report(fraction);
+    }
+    void reach(std::uint64_t done) { add(done > m_done ? done - m_done : 0, true); }
+    void finish() {
+        if (m_report) m_report(1.0);
+    }
+
+private:
+    const std::function<void(double)>& m_report;
+    std::uint64_t m_total;
+    std::uint64_t m_done = 0;
+    double m_reported = 0;
+};
+
+std::uint64_t tensorBytes(const GgufFile& file) {
+    std::uint64_t bytes = 0;
+    for (const GgufTensor& tensor : file.tensors())
+        bytes += tensor.data.size();
+    return bytes;
+}
+
+// Touches every page of the file's tensors so that the OS reads them in now, in slices small
+// enough for a smooth bar over a file of many GB.
+void readWeightsIn(const GgufFile& file, LoadProgress& progress) {
+    constexpr std::size_t kPage = 4096;  // the smallest page size: no page is skipped
+    constexpr std::size_t kSlice = std::size_t(4) << 20;
+    for (const GgufTensor& tensor : file.tensors()) {
+        const auto* bytes = reinterpret_cast<const volatile unsigned char*>(tensor.data.data());
+        for (std::size_t begin = 0; begin < tensor.data.size(); begin += kSlice) {
+            const std::size_t end = std::min(tensor.data.size(), begin + kSlice);
+            for (std::size_t at = begin; at < end; at += kPage)
+                static_cast<void>(bytes[at]);  // a volatile read: never optimised away
+            progress.add(end - begin);
+        }
+    }
+    progress.add(0, true);
 }
 
 }  // namespace
@@ -47,6 +103,17 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     Result<GgufFile> file = GgufFile::open(modelPath);
     if (!file) return file.status();
     engine->m_file = std::move(*file);
+    // The projector's size before it is opened: an estimate (its metadata counts too) that keeps
+    // the bar from jumping back when the projector turns out to be large.
+    std::error_code sizeError;
+    const std::uint64_t projectorBytes =
+        vision == nullptr && !options.mmprojPath.empty() && options.onLoadProgress
+            ? std::uint64_t(std::filesystem::file_size(options.mmprojPath, sizeError))
+            : 0;
+    const std::uint64_t modelBytes = tensorBytes(*engine->m_file);
+    LoadProgress progress(options.onLoadProgress,
+                          2 * (modelBytes + (sizeError ? 0 : projectorBytes)));
+    if (options.onLoadProgress) readWeightsIn(*engine->m_file, progress);
     Result<std::unique_ptr<Model>> model = createModel(*engine->m_file);
     if (!model) return model.status();
     engine->m_model = std::move(*model);
@@ -71,6 +138,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     if (!cache) return cache.status();
     engine->m_cache = std::move(*cache);
     engine->m_pool = std::make_unique<ThreadPool>(options.threads);
+    progress.reach(2 * modelBytes);
 
     const std::int64_t hidden = engine->m_model->config().hiddenSize;
     std::string projectorName = "the vision tower";
@@ -97,9 +165,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
                 "-wide embeddings (clip.vision.projection_dim) but the language model is " +
                 std::to_string(hidden) + " wide (embedding_length)");
         }
+        if (options.onLoadProgress) readWeightsIn(projectorFile, progress);
         Result<std::unique_ptr<VisionModel>> loaded = VisionModel::load(projectorFile);
         if (!loaded) return loaded.status();
         vision = std::move(*loaded);
+        vision->setPrecision(resolveVisionPrecision(options.visionPrecision));
     }
     if (vision != nullptr) {
         if (vision->config().projectionDim != hidden) {
@@ -111,21 +181,24 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
         }
         engine->m_vision = std::move(vision);
     }
+    progress.finish();
     return engine;
 }
 
 ImagePreprocessOptions Engine::imageOptions() const {
     ImagePreprocessOptions out;
-    out.minPixels = m_options.imageMinPixels;
-    out.maxPixels = m_options.imageMaxPixels;
     out.filter = m_options.imageFilter;
     if (m_vision != nullptr) {
         const VisionConfig& c = m_vision->config();
+        out.minPixels = c.minPixels;
+        out.maxPixels = c.maxPixels;
         out.patchSize = c.patchSize;
         out.mergeSize = c.mergeSize;
         out.mean = c.imageMean;
         out.std = c.imageStd;
     }
+    if (m_options.imageMinPixels > 0) out.minPixels = m_options.imageMinPixels;
+    if (m_options.imageMaxPixels > 0) out.maxPixels = m_options.imageMaxPixels;
     return out;
 }
 

@@ -4,13 +4,15 @@
 // A session keeps its tokens' K/V, so the next turn of a conversation computes only what is new
 // after the longest prefix it shares with the previous turn.
 //
-// Images (Qwen2.5-VL, UI-TARS-1.5): with a vision projector (EngineOptions::mmprojPath) a prompt
-// may hold images between its tokens. The engine preprocesses them (prepareImage), runs the
-// vision tower once per distinct image (embeddings are cached by the image's SHA-256, least
-// recently used first out), feeds the embeddings in place of token embeddings and gives them
-// M-RoPE positions (docs: qwen25vl.md §3.2). KV slots and rotary positions are kept apart: after
-// an image of gh x gw merged tokens starting at position s, text resumes at s + max(gh, gw)
-// while the KV slots advance by gh * gw. Prefix reuse compares images by hash, token by token.
+// Images (Qwen2.5-VL, UI-TARS-1.5, MiniMax-M3): with a vision projector
+// (EngineOptions::mmprojPath) a prompt may hold images between its tokens. The engine
+// preprocesses them (prepareImage), runs the vision tower once per distinct image (embeddings
+// are cached by the image's SHA-256, least recently used first out), feeds the embeddings in
+// place of token embeddings and gives them M-RoPE positions (docs: qwen25vl.md §3.2). KV slots
+// and rotary positions are kept apart: after an image of gh x gw merged tokens starting at
+// position s, text resumes at s + max(gh, gw) while the KV slots advance by gh * gw. A decoder
+// without M-RoPE (MiniMax-M3) gives each image embedding the next 1-D position. Prefix reuse
+// compares images by hash, token by token.
 //
 // Not thread-safe: one thread drives an Engine and its sessions (the agent's worker thread);
 // the engine's own compute threads do the parallel work inside each call. Sessions hold a
@@ -51,9 +53,10 @@ struct EngineOptions {
     // The model's vision projector GGUF (llama.cpp's "mmproj"); empty for text only.
     std::filesystem::path mmprojPath;
     // Smart-resize budget and filter for images (patch, merge, mean and std come from the
-    // projector file). The defaults are llama.cpp's; see image_preprocess.h.
-    std::int64_t imageMinPixels = 8 * 28 * 28;
-    std::int64_t imageMaxPixels = 4096 * 28 * 28;
+    // projector file). 0: the tower's default, llama.cpp's for its projector (VisionConfig:
+    // 8 to 4096 merged tokens of 28 x 28 pixels for Qwen2.5-VL, 8 to 576 for MiniMax-M3).
+    std::int64_t imageMinPixels = 0;
+    std::int64_t imageMaxPixels = 0;
     ResampleFilter imageFilter = ResampleFilter::Bicubic;
     // Image embeddings kept by hash, least recently used out first: bytes of floats. A 1080p
     // screenshot is 2691 tokens, 38.6 MB at UI-TARS-7B's width 3584; 0 keeps none.
@@ -61,14 +64,25 @@ struct EngineOptions {
     // Every layer attends densely, also where the architecture attends sparsely (MiniMax-M3's
     // MSA layers): for comparisons. IRIS_DENSE_ATTENTION=1 in the environment does the same.
     bool denseAttention = false;
+    // Called on the loading thread as load() advances with the fraction of the work done: rising,
+    // and 1 exactly once, when the engine is ready (never after an error). The work is counted in
+    // weight bytes (the model's, then the projector's), each once when read in and once when
+    // built into the model or tower. With a callback, load() reads every weight page in itself,
+    // so that the bar follows the disk and the first step does not stall on it; without one,
+    // pages come in on first use.
+    std::function<void(double fraction)> onLoadProgress;
+    // How the vision tower multiplies (vision_model.h): Auto is bf16 on CPUs with AMX tiles.
+    VisionPrecision visionPrecision = VisionPrecision::Auto;
 };
 
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Cancelled };
 const char* stopReasonName(StopReason reason);
 
 // An image in a prompt: its tokens go before prompt[offset] (offset == prompt.size(): at the
-// end). The caller writes the tokens around it (<|vision_start|> and <|vision_end|> for Qwen2-VL;
-// Engine::splitAtPlaceholders does it for a templated prompt).
+// end). The caller writes the tokens around it (VisionConfig::imageBegin and imageEnd:
+// <|vision_start|> and <|vision_end|> for Qwen2-VL, ]<]start of image[>[ and ]<]end of image[>[
+// for MiniMax-M3; for a templated prompt the template writes them and
+// Engine::splitAtPlaceholders puts the image between).
 struct PromptImage {
     std::size_t offset = 0;
     std::shared_ptr<const ImagePatches> image;  // from Engine::prepareImage

@@ -23,6 +23,7 @@
 #include "inference/vision/image_preprocess.h"
 #include "inference/vision/vision_model.h"
 #include "kernels/cpu_features.h"
+#include "kernels/gemm.h"
 
 namespace iris::app {
 namespace {
@@ -33,6 +34,8 @@ constexpr OptionSpec kOptions[] = {
     {"image", "", true, "PNG or JPEG file for the vision benchmark"},
     {"repeat", "r", true, "vision benchmark: timed encodes after one warm-up (default 3)"},
     {"image-max-tokens", "", true, "image tokens at most (default 4096)"},
+    {"vision-precision", "", true,
+     "vision tower products: auto (bf16 with AMX tiles, else f32), f32 or bf16 (default auto)"},
     {"prompt-tokens", "p", true, "prompt length for the prefill measurement (default 512)"},
     {"n-gen", "n", true, "tokens to decode (default 128)"},
     {"threads", "t", true, "compute threads (default: all cores)"},
@@ -141,6 +144,17 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
         std::cerr << "iris bench: " << tower.status().message() << '\n';
         return 1;
     }
+    const std::optional<inference::VisionPrecision> precision =
+        inference::parseVisionPrecision(args.value("vision-precision").value_or("auto"));
+    if (!precision) {
+        std::cerr << "iris bench: --vision-precision wants auto, f32 or bf16\n";
+        return 2;
+    }
+    const kernels::GemmPrecision products = inference::resolveVisionPrecision(*precision);
+    (*tower)->setPrecision(products);
+    const char* productsName = products == kernels::GemmPrecision::Bf16
+                                   ? (kernels::gemmBf16OnAmx() ? "bf16 (AMX tiles)" : "bf16")
+                                   : "f32";
     const inference::VisionConfig& config = (*tower)->config();
     Result<inference::RgbImage> image = inference::readImageFile(*imagePath);
     if (!image) {
@@ -181,6 +195,7 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
             {"image", *imagePath},
             {"threads", threads},
             {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
+            {"products", productsName},
             {"image_width", patches->originalWidth},
             {"image_height", patches->originalHeight},
             {"resized_width", patches->resizedWidth},
@@ -194,9 +209,9 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
         };
         std::cout << report.dump() << '\n';
     } else {
-        std::printf("mmproj: %s (%s), %d threads, %s kernels\n", mmproj.c_str(),
+        std::printf("mmproj: %s (%s), %d threads, %s kernels, %s products\n", mmproj.c_str(),
                     config.projectorName.c_str(), threads,
-                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str(), productsName);
         std::printf(
             "image: %dx%d resized to %dx%d: %lld patches, %lld image tokens (%.3f s "
             "preprocessing)\n",

@@ -1,8 +1,9 @@
 // iris generate --model F.gguf [--mmproj MM.gguf --image FILE...] --prompt TEXT [-n N] [--temp T]
 //               [--seed S] [--chat] [--print-ids]
 // Images: without --chat each image goes where the prompt says <__media__> (or, without any
-// marker, all before the prompt), wrapped in <|vision_start|> ... <|vision_end|> as llama.cpp's
-// mtmd tools do; with --chat the chat template places them.
+// marker, all before the prompt), wrapped in the projector's markers as llama.cpp's mtmd tools do
+// (<|vision_start|> ... <|vision_end|> for Qwen2.5-VL, ]<]start of image[>[ ... ]<]end of
+// image[>[ for MiniMax-M3, tokenised as text); with --chat the chat template places them.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -20,8 +21,11 @@ constexpr OptionSpec kOptions[] = {
     {"mmproj", "", true, "the model's vision projector GGUF (needed for --image)"},
     {"image", "", true,
      "PNG or JPEG file (repeatable); goes where the prompt says <__media__>, else before it"},
-    {"image-max-tokens", "", true, "image tokens at most per image (default 4096)"},
+    {"image-max-tokens", "", true,
+     "image tokens at most per image (default: the projector's, 4096; MiniMax-M3 576)"},
     {"image-min-tokens", "", true, "image tokens at least per image (default 8)"},
+    {"vision-precision", "", true,
+     "vision tower products: auto (bf16 with AMX tiles, else f32), f32 or bf16 (default auto)"},
     {"prompt", "p", true, "prompt text (required); special tokens like <|im_start|> are parsed"},
     {"n-predict", "n", true, "tokens to generate at most (default 128)"},
     {"temp", "", true, "temperature; 0 = greedy (default 0.8)"},
@@ -60,17 +64,14 @@ std::size_t countMarkers(const std::string& text) {
     return count;
 }
 
-// The raw-text layout: text chunks tokenized apart, each image as <|vision_start|> IMAGE
-// <|vision_end|> where its marker stood.
+// The raw-text layout: text chunks tokenized apart, each image as BEGIN IMAGE END where its
+// marker stood (the projector's imageBegin / imageEnd, tokenized as text with special tokens).
 Result<inference::GenerateRequest> rawPromptWithImages(
-    const inference::Tokenizer& tokenizer, const std::string& text,
+    const inference::Tokenizer& tokenizer, const inference::VisionConfig& vision,
+    const std::string& text,
     const std::vector<std::shared_ptr<const inference::ImagePatches>>& images) {
-    const std::optional<std::int32_t> start = tokenizer.findToken("<|vision_start|>");
-    const std::optional<std::int32_t> end = tokenizer.findToken("<|vision_end|>");
-    if (!start || !end) {
-        return Status::unsupported(
-            "the model's vocabulary has no <|vision_start|>/<|vision_end|> tokens");
-    }
+    const std::vector<std::int32_t> start = tokenizer.encode(vision.imageBegin, true);
+    const std::vector<std::int32_t> end = tokenizer.encode(vision.imageEnd, true);
     inference::GenerateRequest request;
     if (tokenizer.addBosToken() && tokenizer.bosId()) request.prompt.push_back(*tokenizer.bosId());
     const std::string marker = inference::kImageMarker;
@@ -80,9 +81,9 @@ Result<inference::GenerateRequest> rawPromptWithImages(
         request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
     };
     auto addImage = [&] {
-        request.prompt.push_back(*start);
+        request.prompt.insert(request.prompt.end(), start.begin(), start.end());
         request.images.push_back({request.prompt.size(), images[next++]});
-        request.prompt.push_back(*end);
+        request.prompt.insert(request.prompt.end(), end.begin(), end.end());
     };
     if (countMarkers(text) == 0) {
         while (next < images.size())
@@ -133,12 +134,15 @@ int runGenerate(int argc, char** argv) {
     if (*n < 0 || *threads < 1 || *ctx < 1)
         return usageError("-n must be >= 0, --threads and --ctx-size >= 1");
     const std::vector<std::string> imageFiles = args->values("image");
-    const Result<std::int64_t> maxImageTokens = args->integer("image-max-tokens", 4096),
+    const Result<std::int64_t> maxImageTokens = args->integer("image-max-tokens", 1 << 30),
                                minImageTokens = args->integer("image-min-tokens", 8);
     if (!maxImageTokens) return usageError(maxImageTokens.status().message());
     if (!minImageTokens) return usageError(minImageTokens.status().message());
     if (*minImageTokens < 1 || *maxImageTokens < *minImageTokens)
         return usageError("--image-min-tokens must be >= 1 and <= --image-max-tokens");
+    const std::optional<inference::VisionPrecision> visionPrecision =
+        inference::parseVisionPrecision(args->value("vision-precision").value_or("auto"));
+    if (!visionPrecision) return usageError("--vision-precision wants auto, f32 or bf16");
     if (!imageFiles.empty() && !args->has("mmproj"))
         return usageError("--image needs the model's vision projector: pass --mmproj MM.gguf");
     const std::size_t markers = countMarkers(*prompt);
@@ -151,9 +155,11 @@ int runGenerate(int argc, char** argv) {
     inference::EngineOptions options;
     options.threads = int(*threads);
     options.contextSize = *ctx;
+    options.visionPrecision = *visionPrecision;
     if (std::optional<std::string> mmproj = args->value("mmproj")) options.mmprojPath = *mmproj;
-    options.imageMaxPixels = *maxImageTokens * 28 * 28;
-    options.imageMinPixels = *minImageTokens * 28 * 28;
+    // Unset: the projector's own budget (VisionConfig::minPixels / maxPixels).
+    if (args->has("image-max-tokens")) options.imageMaxPixels = *maxImageTokens * 28 * 28;
+    if (args->has("image-min-tokens")) options.imageMinPixels = *minImageTokens * 28 * 28;
     Result<std::unique_ptr<inference::Engine>> engine = inference::Engine::load(*model, options);
     if (!engine) return failure(engine.status());
     const inference::Tokenizer& tokenizer = (*engine)->tokenizer();
@@ -211,7 +217,8 @@ int runGenerate(int argc, char** argv) {
         const std::vector<std::int32_t> ids = tokenizer.encode(*prompt, /*parseSpecial=*/true);
         request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
     } else {
-        Result<inference::GenerateRequest> built = rawPromptWithImages(tokenizer, *prompt, images);
+        Result<inference::GenerateRequest> built =
+            rawPromptWithImages(tokenizer, (*engine)->vision()->config(), *prompt, images);
         if (!built) return failure(built.status());
         request = std::move(*built);
     }

@@ -30,8 +30,39 @@ Result<std::unique_ptr<VisionModel>> VisionModel::load(const GgufFile& file) {
     Result<std::string> projector = file.getString("clip.projector_type");
     if (!projector) return projector.status();
     if (*projector == "qwen2.5vl_merger") return createQwen25VlVision(file);
+    if (*projector == "minimax_m3") return createMiniMaxM3Vision(file);
     return Status::unsupported(file.name() + ": clip.projector_type '" + *projector +
-                               "' is not supported (Iris knows: qwen2.5vl_merger)");
+                               "' is not supported (Iris knows: qwen2.5vl_merger, minimax_m3)");
+}
+
+kernels::GemmPrecision resolveVisionPrecision(VisionPrecision precision) {
+    switch (precision) {
+        case VisionPrecision::F32:
+            return kernels::GemmPrecision::F32;
+        case VisionPrecision::Bf16:
+            return kernels::GemmPrecision::Bf16;
+        case VisionPrecision::Auto:
+            break;
+    }
+    return kernels::gemmBf16OnAmx() ? kernels::GemmPrecision::Bf16 : kernels::GemmPrecision::F32;
+}
+
+std::string_view visionPrecisionName(VisionPrecision precision) {
+    switch (precision) {
+        case VisionPrecision::Auto:
+            return "auto";
+        case VisionPrecision::F32:
+            return "f32";
+        case VisionPrecision::Bf16:
+            return "bf16";
+    }
+    return "?";
+}
+
+std::optional<VisionPrecision> parseVisionPrecision(std::string_view name) {
+    for (VisionPrecision p : {VisionPrecision::Auto, VisionPrecision::F32, VisionPrecision::Bf16})
+        if (name == visionPrecisionName(p)) return p;
+    return std::nullopt;
 }
 
 }  // namespace iris::inference

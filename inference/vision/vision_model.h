@@ -10,17 +10,20 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
 #include "inference/status.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
+#include "kernels/gemm.h"
 
 namespace iris::inference {
 
-enum class ProjectorType { Qwen25VlMerger };
+enum class ProjectorType { Qwen25VlMerger, MiniMaxM3 };
 
 struct VisionConfig {
     ProjectorType projector = ProjectorType::Qwen25VlMerger;
@@ -36,6 +39,13 @@ struct VisionConfig {
     int windowSize = 112;            // clip.vision.window_size, pixels
     int fullAttentionPeriod = 0;  // clip.vision.n_wa_pattern: layer i is full when (i+1) % p == 0
     float normEps = 1e-6f;        // clip.vision.attention.layer_norm_epsilon
+    // The tower's smart-resize budget when the engine is not given one: llama.cpp's per projector
+    // (Qwen2.5-VL 8 to 4096 merged tokens, MiniMax-M3 8 to 576).
+    std::int64_t minPixels = 8 * 28 * 28;
+    std::int64_t maxPixels = 4096 * 28 * 28;
+    // The text around an image's embeddings in a raw prompt, tokenised as text (llama.cpp's mtmd).
+    std::string imageBegin = "<|vision_start|>";
+    std::string imageEnd = "<|vision_end|>";
     std::array<float, 3> imageMean{0.48145466f, 0.4578275f, 0.40821073f};
     std::array<float, 3> imageStd{0.26862954f, 0.26130258f, 0.27577711f};
 };
@@ -57,6 +67,23 @@ public:
     // for a 1280x800 screenshot on Qwen2.5-VL) plus bounded per-thread attention rows.
     virtual Status encode(const ImagePatches& image, ThreadPool& pool,
                           std::vector<float>& embeddings) const = 0;
+
+    // How encode forms its products (kernels/gemm.h): F32 until set. Not while encode runs.
+    void setPrecision(kernels::GemmPrecision precision) { m_precision = precision; }
+    kernels::GemmPrecision precision() const { return m_precision; }
+
+private:
+    kernels::GemmPrecision m_precision = kernels::GemmPrecision::F32;
 };
+
+// EngineOptions::visionPrecision. Bf16 rounds the operands of every product in the tower to
+// bfloat16 and sums in f32: the precision these towers were trained and are served in (the
+// released weights are bf16, and bf16 -> f16 -> bf16 is exact), several times faster than F32
+// where AMX tiles do it. Auto: Bf16 where kernels::gemmBf16OnAmx(), F32 elsewhere.
+enum class VisionPrecision { Auto, F32, Bf16 };
+
+kernels::GemmPrecision resolveVisionPrecision(VisionPrecision precision);
+std::string_view visionPrecisionName(VisionPrecision precision);  // "auto", "f32", "bf16"
+std::optional<VisionPrecision> parseVisionPrecision(std::string_view name);
 
 }  // namespace iris::inference

@@ -3,7 +3,7 @@
 // CPU), so the program runs it --repeat times and prints each.
 //
 //   iris_make_mmproj --out /tmp/qwen25vl-3b-mmproj-f16.gguf
-//   iris_vision_bench --mmproj /tmp/qwen25vl-3b-mmproj-f16.gguf --threads 2
+//   iris_vision_bench --mmproj /tmp/qwen25vl-3b-mmproj-f16.gguf --threads 2 [--precision f32]
 //
 // The default image is what smart resize makes of 1280x800 pixels: 1288x812, 92x58 patches, 5336
 // patches, 1334 merged tokens. FLOPs count the matrix products (linear layers, patch embedding,
@@ -32,8 +32,9 @@ using iris::inference::VisionConfig;
 [[noreturn]] void usage(const std::string& problem) {
     std::cerr << "iris_vision_bench: " << problem
               << "\nusage: iris_vision_bench --mmproj FILE [--threads N] [--width PX] "
-                 "[--height PX] [--repeat N]\n(width and height: the resized image, multiples "
-                 "of 28; default 1288 x 812)\n";
+                 "[--height PX] [--repeat N] [--precision auto|f32|bf16]\n(width and height: the "
+                 "resized image, multiples of 28; default 1288 x 812; precision: as the engine's "
+                 "default, auto)\n";
     std::exit(2);
 }
 
@@ -74,6 +75,7 @@ double countFlops(const VisionConfig& c, const ImagePatches& image) {
 int main(int argc, char** argv) {
     std::string mmproj;
     long threads = 2, width = 1288, height = 812, repeat = 1;
+    iris::inference::VisionPrecision precision = iris::inference::VisionPrecision::Auto;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (i + 1 >= argc) usage("missing value after " + arg);
@@ -94,7 +96,11 @@ int main(int argc, char** argv) {
             height = number();
         else if (arg == "--repeat")
             repeat = number();
-        else
+        else if (arg == "--precision") {
+            const auto parsed = iris::inference::parseVisionPrecision(value);
+            if (!parsed) usage("--precision wants auto, f32 or bf16");
+            precision = *parsed;
+        } else
             usage("unknown option " + arg);
     }
     if (mmproj.empty()) usage("--mmproj is required");
@@ -111,6 +117,9 @@ int main(int argc, char** argv) {
         return 1;
     }
     const VisionConfig& c = (*tower)->config();
+    const iris::kernels::GemmPrecision gemmPrecision =
+        iris::inference::resolveVisionPrecision(precision);
+    (*tower)->setPrecision(gemmPrecision);
 
     ImagePatches image;
     image.originalWidth = image.resizedWidth = int(width);
@@ -129,7 +138,12 @@ int main(int argc, char** argv) {
               << width << "x" << height << ": " << image.gridW << "x" << image.gridH << " patches ("
               << image.patchCount() << "), " << image.tokenCount() << " tokens, "
               << std::setprecision(4) << flops * 1e-12 << " TFLOP per encode, " << threads
-              << " threads\n";
+              << " threads, "
+              << (gemmPrecision == iris::kernels::GemmPrecision::Bf16
+                      ? (iris::kernels::gemmBf16OnAmx() ? "bf16 products (AMX tiles)"
+                                                        : "bf16 products (no AMX)")
+                      : "f32 products")
+              << "\n";
 
     iris::inference::ThreadPool pool(static_cast<int>(threads));
     std::vector<float> embeddings;

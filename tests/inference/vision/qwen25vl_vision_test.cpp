@@ -255,6 +255,40 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, Qwen25VlVisionMatches,
                              return std::string(kernels::tensorTypeInfo(p.param).name);
                          });
 
+TEST(Qwen25VlVision, Bf16PrecisionStaysWithinBf16RoundingOfFloat64) {
+    // Every product's operands rounded to bf16 (8 significant bits, relative 2^-9): through two
+    // blocks and the merger the embeddings move by about 1e-2 of their size, no more; and they
+    // do move, or the precision setting was ignored.
+    TinyMmprojOptions options;
+    options.matrixType = TensorType::F16;
+    const TinyMmproj model = makeTinyMmproj(options);
+    Result<GgufFile> file = GgufFile::parse(std::span<const std::byte>(model.bytes), "tiny.gguf");
+    ASSERT_TRUE(file) << file.status().message();
+    Result<std::unique_ptr<VisionModel>> tower = VisionModel::load(*file);
+    ASSERT_TRUE(tower) << tower.status().message();
+    EXPECT_EQ((*tower)->precision(), kernels::GemmPrecision::F32) << "F32 unless set";
+    (*tower)->setPrecision(kernels::GemmPrecision::Bf16);
+    const ImagePatches image = randomImage(12, 16, 7);
+    ThreadPool pool(2);
+    std::vector<float> embeddings;
+    ASSERT_TRUE((*tower)->encode(image, pool, embeddings).isOk());
+    const Comparison c = compare(embeddings, referenceEncode(model, options, image));
+    EXPECT_LT(c.maxRelative, 3e-2);
+    EXPECT_LT(c.normRelative, 2e-2);
+    EXPECT_GT(c.normRelative, 1e-4);
+}
+
+TEST(VisionPrecision, NamesRoundTripAndAutoFollowsTheHardware) {
+    for (VisionPrecision p : {VisionPrecision::Auto, VisionPrecision::F32, VisionPrecision::Bf16})
+        EXPECT_EQ(parseVisionPrecision(visionPrecisionName(p)), p);
+    EXPECT_FALSE(parseVisionPrecision("fp8"));
+    EXPECT_EQ(resolveVisionPrecision(VisionPrecision::F32), kernels::GemmPrecision::F32);
+    EXPECT_EQ(resolveVisionPrecision(VisionPrecision::Bf16), kernels::GemmPrecision::Bf16);
+    EXPECT_EQ(resolveVisionPrecision(VisionPrecision::Auto), kernels::gemmBf16OnAmx()
+                                                                 ? kernels::GemmPrecision::Bf16
+                                                                 : kernels::GemmPrecision::F32);
+}
+
 TEST(Qwen25VlVision, WindowMaskMatters) {
     // The same file with every block full-attention must give different embeddings: proof that
     // the reference comparison above can see a wrong window partition.

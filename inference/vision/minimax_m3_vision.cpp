@@ -1,0 +1,412 @@
+// The MiniMax-M3 vision tower, projector and patch merger (clip.projector_type "minimax_m3"), as
+// llama.cpp's mmproj GGUFs store it (docs/minimax-m3.md sections 2.2 and 4):
+//   patch embedding (two Conv3d kernel slices, no bias) -> pre_ln (LayerNorm) -> blocks x
+//   [LayerNorm, full bidirectional attention with 3-D RoPE, LayerNorm, GELU (erf) MLP] -> (no
+//   post norm) -> per patch mm.1, GELU, mm.2 -> 4 patches of a 2x2 window side by side ->
+//   mm.merge.fc1, GELU, mm.merge.fc2.
+// ImagePatches already lists patches in 2x2-window order, which is the tower's token order, and
+// windows in raster order, which is the order of the merged tokens: no permutation is needed.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "inference/vision/tower_parts.h"
+#include "inference/vision/vision_towers.h"
+#include "kernels/activation.h"
+#include "kernels/gemm.h"
+
+namespace iris::inference {
+namespace {
+
+using kernels::TensorType;
+using vision::Linear;
+using vision::positiveInteger;
+using vision::readTriple;
+using vision::rowMax;
+
+constexpr double kRopeTheta = 10000.0;     // the released config's rope_theta; not in the GGUF
+constexpr std::int64_t kRowChunk = 1024;   // rows of the MLP and projector scratch at a time
+constexpr std::int64_t kQueryChunk = 256;  // query rows of one attention task
+constexpr std::int64_t kMinTokens = 8, kMaxTokens = 576;  // llama.cpp's image budget for M3
+
+struct Norm {
+    const float* weight = nullptr;
+    const float* bias = nullptr;
+};
+
+struct Block {
+    Norm norm1;
+    Linear q, k, v, o;
+    Norm norm2;
+    Linear up, down;
+};
+
+// A LayerNorm's weight and bias (PREFIX.weight, PREFIX.bias).
+Result<Norm> bindNorm(const vision::TensorBinder& bind, const std::string& prefix,
+                      std::int64_t size) {
+    Result<const float*> w = bind.vector(prefix + ".weight", size);
+    if (!w) return w.status();
+    Result<const float*> b = bind.vector(prefix + ".bias", size);
+    if (!b) return b.status();
+    return Norm{*w, *b};
+}
+
+// Rotated width per axis (T, H, W) of a head: 2 * floor(floor(headDim / 3) / 2), as llama.cpp
+// splits it; the headDim - 3 * axis dimensions left over pass through.
+std::int64_t axisDims(std::int64_t headDim) {
+    return 2 * (headDim / 3 / 2);
+}
+
+Result<VisionConfig> readConfig(const GgufFile& file) {
+    VisionConfig c;
+    c.projector = ProjectorType::MiniMaxM3;
+    c.projectorName = "minimax_m3";
+    c.normEps = 1e-5f;
+    c.fullAttentionPeriod = 1;  // every block attends to the whole image
+    c.windowSize = 0;
+    c.imageBegin = "]<]start of image[>[";
+    c.imageEnd = "]<]end of image[>[";
+    const auto assign = [](auto& target, auto result) -> Status {
+        if (!result) return result.status();
+        target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
+        return {};
+    };
+    IRIS_RETURN_IF_ERROR(assign(c.blocks, positiveInteger(file, "clip.vision.block_count")));
+    IRIS_RETURN_IF_ERROR(assign(c.width, positiveInteger(file, "clip.vision.embedding_length")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.ffnSize, positiveInteger(file, "clip.vision.feed_forward_length")));
+    IRIS_RETURN_IF_ERROR(
+        assign(c.heads, positiveInteger(file, "clip.vision.attention.head_count")));
+    IRIS_RETURN_IF_ERROR(assign(c.patchSize, positiveInteger(file, "clip.vision.patch_size")));
+    if (file.find("clip.vision.spatial_merge_size") != nullptr) {
+        IRIS_RETURN_IF_ERROR(
+            assign(c.mergeSize, positiveInteger(file, "clip.vision.spatial_merge_size")));
+    }
+    const std::string epsKey = "clip.vision.attention.layer_norm_epsilon";
+    if (file.find(epsKey) != nullptr) {
+        Result<double> eps = file.getFloat(epsKey);
+        if (!eps) return eps.status();
+        if (!(*eps > 0.0 && *eps < 1.0))
+            return Status::corrupt(file.name() + ": metadata '" + epsKey + "' is " +
+                                   std::to_string(*eps) + ", expected a small positive number");
+        c.normEps = float(*eps);
+    }
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_mean", c.imageMean));
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_std", c.imageStd));
+
+    // The output width is the merger's (llama.cpp reads mm.merge.fc2.bias); projection_dim,
+    // when written, must agree, which the tensor shapes then check.
+    if (file.find("clip.vision.projection_dim") != nullptr) {
+        IRIS_RETURN_IF_ERROR(
+            assign(c.projectionDim, positiveInteger(file, "clip.vision.projection_dim")));
+    } else {
+        const GgufTensor* bias = file.findTensor("mm.merge.fc2.bias");
+        if (bias == nullptr)
+            return Status::notFound(file.name() + ": missing tensor 'mm.merge.fc2.bias'");
+        if (bias->shape.size() != 1 || bias->shape[0] <= 0) {
+            return Status::corrupt(file.name() + ": tensor 'mm.merge.fc2.bias' has shape " +
+                                   shapeText(bias->shape) + ", expected one dimension");
+        }
+        c.projectionDim = bias->shape[0];
+    }
+
+    if (c.width % c.heads != 0 || (c.width / c.heads) % 2 != 0 ||
+        axisDims(c.width / c.heads) == 0) {
+        return Status::corrupt(file.name() + ": clip.vision.embedding_length " +
+                               std::to_string(c.width) + " over " + std::to_string(c.heads) +
+                               " heads (clip.vision.attention.head_count) does not give an even "
+                               "head size of at least 6, which the 3-D rotary embedding needs");
+    }
+    c.headDim = c.width / c.heads;
+    if (c.mergeSize != 2) {
+        return Status::unsupported(file.name() + ": clip.vision.spatial_merge_size is " +
+                                   std::to_string(c.mergeSize) +
+                                   "; the minimax_m3 projector merges 2x2 patches");
+    }
+    const std::int64_t tile = std::int64_t(c.patchSize) * c.mergeSize;
+    c.minPixels = kMinTokens * tile * tile;
+    c.maxPixels = kMaxTokens * tile * tile;
+    return c;
+}
+
+class MiniMaxM3Vision final : public VisionModel {
+public:
+    MiniMaxM3Vision(VisionConfig config, std::vector<float> patchKernel, Norm preNorm,
+                    std::vector<Block> blocks, Linear proj1, Linear proj2, Linear merge1,
+                    Linear merge2, std::deque<std::vector<float>> owned)
+        : m_config(std::move(config)),
+          m_patchKernel(std::move(patchKernel)),
+          m_preNorm(preNorm),
+          m_blocks(std::move(blocks)),
+          m_proj1(proj1),
+          m_proj2(proj2),
+          m_merge1(merge1),
+          m_merge2(merge2),
+          m_owned(std::move(owned)) {}
+
+    const VisionConfig& config() const override { return m_config; }
+
+    Status encode(const ImagePatches& image, ThreadPool& pool,
+                  std::vector<float>& embeddings) const override;
+
+private:
+    Status checkImage(const ImagePatches& image) const;
+    void linear(const Linear& l, const float* x, std::ptrdiff_t xStride, std::int64_t m, float* y,
+                std::ptrdiff_t yStride, ThreadPool& pool) const;
+    void layerNorm(const float* x, const Norm& n, float* y, std::int64_t rows,
+                   ThreadPool& pool) const;
+    void rope(float* x, const std::vector<float>& cos, const std::vector<float>& sin,
+              std::int64_t rows, ThreadPool& pool) const;
+    void attention(const float* q, const float* k, const float* vt, float* out, std::int64_t rows,
+                   ThreadPool& pool) const;
+
+    VisionConfig m_config;
+    std::vector<float> m_patchKernel;  // (width, 3*2*p*p) f32
+    Norm m_preNorm;
+    std::vector<Block> m_blocks;
+    Linear m_proj1, m_proj2, m_merge1, m_merge2;
+    std::deque<std::vector<float>> m_owned;  // f32 copies of the 1-D tensors
+};
+
+Status MiniMaxM3Vision::checkImage(const ImagePatches& image) const {
+    return vision::checkImagePatches(image, m_config, std::int64_t(1) << 20);
+}
+
+void MiniMaxM3Vision::linear(const Linear& l, const float* x, std::ptrdiff_t xStride,
+                             std::int64_t m, float* y, std::ptrdiff_t yStride,
+                             ThreadPool& pool) const {
+    vision::applyLinear(l, precision(), x, xStride, m, y, yStride, pool);
+}
+
+void MiniMaxM3Vision::layerNorm(const float* x, const Norm& n, float* y, std::int64_t rows,
+                                ThreadPool& pool) const {
+    const std::int64_t width = m_config.width;
+    const double eps = m_config.normEps;
+    pool.parallelFor(rows, 16, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+            const float* in = x + r * width;
+            float* out = y + r * width;
+            double sum = 0.0;
+            for (std::int64_t i = 0; i < width; ++i)
+                sum += double(in[i]);
+            const double mean = sum / double(width);
+            double squares = 0.0;
+            for (std::int64_t i = 0; i < width; ++i)
+                squares += (double(in[i]) - mean) * (double(in[i]) - mean);
+            const float scale = float(1.0 / std::sqrt(squares / double(width) + eps));
+            const float shift = float(mean);
+            for (std::int64_t i = 0; i < width; ++i)
+                out[i] = (in[i] - shift) * scale * n.weight[i] + n.bias[i];
+        }
+    });
+}
+
+// Each head is [T | H | W | pass-through] in the GGUF layout (the converter permuted the q/k
+// rows); each axis slice of `axis` dims turns NEOX-style, pairs (i, i + axis/2). cos/sin hold,
+// per row, the 3 * axis/2 angles of the three slices in order.
+void MiniMaxM3Vision::rope(float* x, const std::vector<float>& cos, const std::vector<float>& sin,
+                           std::int64_t rows, ThreadPool& pool) const {
+    const std::int64_t width = m_config.width, headDim = m_config.headDim;
+    const std::int64_t axis = axisDims(headDim), half = axis / 2, angles = 3 * half;
+    pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) {
+            const float* c = cos.data() + r * angles;
+            const float* s = sin.data() + r * angles;
+            for (std::int64_t h = 0; h < m_config.heads; ++h) {
+                float* head = x + r * width + h * headDim;
+                for (std::int64_t slice = 0; slice < 3; ++slice) {
+                    float* v = head + slice * axis;
+                    const float* cs = c + slice * half;
+                    const float* sn = s + slice * half;
+                    for (std::int64_t i = 0; i < half; ++i) {
+                        const float a = v[i], b = v[i + half];
+                        v[i] = a * cs[i] - b * sn[i];
+                        v[i + half] = b * cs[i] + a * sn[i];
+                    }
+                }
+            }
+        }
+    });
+}
+
+// Softmax(q k^T) v per head over all rows. q is pre-scaled by 1/sqrt(headDim); vt is v
+// transposed, (width, rows), so that both products are gemm calls with f32 "weights".
+void MiniMaxM3Vision::attention(const float* q, const float* k, const float* vt, float* out,
+                                std::int64_t rows, ThreadPool& pool) const {
+    const std::int64_t width = m_config.width, headDim = m_config.headDim;
+    const std::int64_t chunks = (rows + kQueryChunk - 1) / kQueryChunk;
+    const std::int64_t tasks = chunks * m_config.heads;
+    pool.parallelFor(tasks, 1, [&](std::int64_t first, std::int64_t last) {
+        std::vector<float> scores, inverseSums;
+        for (std::int64_t t = first; t < last; ++t) {
+            const std::int64_t q0 = (t / m_config.heads) * kQueryChunk;
+            const std::int64_t queries = std::min(kQueryChunk, rows - q0);
+            const std::int64_t column = (t % m_config.heads) * headDim;
+            scores.resize(std::size_t(rows * queries));
+            inverseSums.resize(std::size_t(queries));
+            kernels::gemm(precision(), TensorType::F32, k + column, width, headDim,
+                          q + q0 * width + column, width, queries, nullptr, scores.data(), rows, 0,
+                          rows);
+            for (std::int64_t i = 0; i < queries; ++i) {
+                float* row = scores.data() + i * rows;
+                inverseSums[std::size_t(i)] =
+                    1.0f / kernels::expShiftSum(row, rows, rowMax(row, rows));
+            }
+            float* o = out + q0 * width + column;
+            kernels::gemm(precision(), TensorType::F32, vt + column * rows, rows, rows,
+                          scores.data(), rows, queries, nullptr, o, width, 0, headDim);
+            for (std::int64_t i = 0; i < queries; ++i)
+                for (std::int64_t d = 0; d < headDim; ++d)
+                    o[i * width + d] *= inverseSums[std::size_t(i)];
+        }
+    });
+}
+
+Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
+                               std::vector<float>& embeddings) const {
+    IRIS_RETURN_IF_ERROR(checkImage(image));
+    const VisionConfig& c = m_config;
+    const std::int64_t rows = image.patchCount(), width = c.width, P = c.projectionDim;
+
+    // Rotary angles per token: row r of ImagePatches is patch (2y + dy, 2x + dx) of window
+    // (y, x) = (r/4 / windowsW, r/4 % windowsW), (dy, dx) = (r%4 / 2, r%4 % 2); a still image is
+    // frame 0.
+    const std::int64_t half = axisDims(c.headDim) / 2, angles = 3 * half;
+    std::vector<double> inverse(static_cast<std::size_t>(half));
+    for (std::int64_t i = 0; i < half; ++i)
+        inverse[std::size_t(i)] = std::pow(kRopeTheta, -2.0 * double(i) / double(2 * half));
+    std::vector<float> cos(static_cast<std::size_t>(rows * angles)),
+        sin(static_cast<std::size_t>(rows * angles));
+    const std::int64_t windowsW = image.gridW / 2;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t window = r / 4, d = r % 4;
+        const double position[3] = {0.0, double(window / windowsW * 2 + d / 2),
+                                    double(window % windowsW * 2 + d % 2)};
+        for (std::int64_t axis = 0; axis < 3; ++axis) {
+            for (std::int64_t i = 0; i < half; ++i) {
+                const double angle = position[axis] * inverse[std::size_t(i)];
+                cos[std::size_t(r * angles + axis * half + i)] = float(std::cos(angle));
+                sin[std::size_t(r * angles + axis * half + i)] = float(std::sin(angle));
+            }
+        }
+    }
+
+    // Five (rows, width) buffers carry a block: the residual x, the normed input h, q, k and one
+    // for v / the attention output; (rows, ffn) intermediates go in row chunks.
+    const std::size_t plane = std::size_t(rows * width);
+    std::vector<float> x(plane), h(plane), q(plane), k(plane), o(plane);
+    const std::int64_t chunk = std::min(kRowChunk, rows);
+    std::vector<float> hidden(static_cast<std::size_t>(chunk * std::max(c.ffnSize, P)));
+
+    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
+                            nullptr};
+    linear(patchEmbed, image.values.data(), image.patchValues(), rows, h.data(), width, pool);
+    layerNorm(h.data(), m_preNorm, x.data(), rows, pool);
+
+    const auto addInto = [&](float* target, const float* source) {
+        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin * width; i < end * width; ++i)
+                target[i] += source[i];
+        });
+    };
+    const float queryScale = float(1.0 / std::sqrt(double(c.headDim)));
+    for (const Block& block : m_blocks) {
+        layerNorm(x.data(), block.norm1, h.data(), rows, pool);
+        linear(block.q, h.data(), width, rows, q.data(), width, pool);
+        linear(block.k, h.data(), width, rows, k.data(), width, pool);
+        linear(block.v, h.data(), width, rows, o.data(), width, pool);
+        rope(q.data(), cos, sin, rows, pool);
+        rope(k.data(), cos, sin, rows, pool);
+        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin * width; i < end * width; ++i)
+                q[std::size_t(i)] *= queryScale;
+        });
+        // v transposed into h (free until the next norm): (width, rows).
+        pool.parallelFor(width, 8, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t col = begin; col < end; ++col)
+                for (std::int64_t r = 0; r < rows; ++r)
+                    h[std::size_t(col * rows + r)] = o[std::size_t(r * width + col)];
+        });
+        attention(q.data(), k.data(), h.data(), o.data(), rows, pool);
+        linear(block.o, o.data(), width, rows, q.data(), width, pool);
+        addInto(x.data(), q.data());
+
+        layerNorm(x.data(), block.norm2, h.data(), rows, pool);
+        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+            const std::int64_t n = std::min(chunk, rows - r0);
+            linear(block.up, h.data() + r0 * width, width, n, hidden.data(), c.ffnSize, pool);
+            pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
+                float* v = hidden.data() + begin * c.ffnSize;
+                kernels::geluErf(v, v, (end - begin) * c.ffnSize);
+            });
+            linear(block.down, hidden.data(), c.ffnSize, n, o.data() + r0 * width, width, pool);
+        }
+        addInto(x.data(), o.data());
+    }
+
+    // Projector per patch, then each window's 4 consecutive projected patches side by side as
+    // one (4P) row of the merge MLP; chunks are whole windows (kRowChunk is a multiple of 4).
+    embeddings.resize(std::size_t(rows / 4 * P));
+    std::vector<float> projected(static_cast<std::size_t>(chunk * P));
+    for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const std::int64_t n = std::min(chunk, rows - r0), units = n / 4;
+        linear(m_proj1, x.data() + r0 * width, width, n, hidden.data(), P, pool);
+        pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
+            float* v = hidden.data() + begin * P;
+            kernels::geluErf(v, v, (end - begin) * P);
+        });
+        linear(m_proj2, hidden.data(), P, n, projected.data(), P, pool);
+        linear(m_merge1, projected.data(), 4 * P, units, hidden.data(), P, pool);
+        pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
+            float* v = hidden.data() + begin * P;
+            kernels::geluErf(v, v, (end - begin) * P);
+        });
+        linear(m_merge2, hidden.data(), P, units, embeddings.data() + r0 / 4 * P, P, pool);
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<VisionModel>> createMiniMaxM3Vision(const GgufFile& file) {
+    Result<VisionConfig> config = readConfig(file);
+    if (!config) return config.status();
+    const VisionConfig& c = *config;
+    std::deque<std::vector<float>> owned;
+    const vision::TensorBinder bind(file, owned);
+    Result<std::vector<float>> patchKernel = bind.patchKernel(c.patchSize, c.width);
+    if (!patchKernel) return patchKernel.status();
+    const auto assign = [](auto& target, auto result) -> Status {
+        if (!result) return result.status();
+        target = *result;
+        return {};
+    };
+    Norm preNorm;
+    IRIS_RETURN_IF_ERROR(assign(preNorm, bindNorm(bind, "v.pre_ln", c.width)));
+    std::vector<Block> blocks(static_cast<std::size_t>(c.blocks));
+    for (std::int64_t i = 0; i < c.blocks; ++i) {
+        const std::string p = "v.blk." + std::to_string(i) + ".";
+        Block& b = blocks[std::size_t(i)];
+        IRIS_RETURN_IF_ERROR(assign(b.norm1, bindNorm(bind, p + "ln1", c.width)));
+        IRIS_RETURN_IF_ERROR(assign(b.q, bind.linear(p + "attn_q", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.k, bind.linear(p + "attn_k", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.v, bind.linear(p + "attn_v", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.o, bind.linear(p + "attn_out", c.width, c.width, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.norm2, bindNorm(bind, p + "ln2", c.width)));
+        IRIS_RETURN_IF_ERROR(assign(b.up, bind.linear(p + "ffn_up", c.width, c.ffnSize, true)));
+        IRIS_RETURN_IF_ERROR(assign(b.down, bind.linear(p + "ffn_down", c.ffnSize, c.width, true)));
+    }
+    const std::int64_t P = c.projectionDim;
+    Linear proj1, proj2, merge1, merge2;
+    IRIS_RETURN_IF_ERROR(assign(proj1, bind.linear("mm.1", c.width, P, true)));
+    IRIS_RETURN_IF_ERROR(assign(proj2, bind.linear("mm.2", P, P, true)));
+    IRIS_RETURN_IF_ERROR(assign(merge1, bind.linear("mm.merge.fc1", 4 * P, P, true)));
+    IRIS_RETURN_IF_ERROR(assign(merge2, bind.linear("mm.merge.fc2", P, P, true)));
+    return std::unique_ptr<VisionModel>(
+        new MiniMaxM3Vision(*config, std::move(*patchKernel), preNorm, std::move(blocks), proj1,
+                            proj2, merge1, merge2, std::move(owned)));
+}
+
+}  // namespace iris::inference

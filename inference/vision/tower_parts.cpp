@@ -1,0 +1,211 @@
+#include "inference/vision/tower_parts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <variant>
+
+#include "kernels/fp16.h"
+#include "kernels/matmul.h"
+
+namespace iris::inference::vision {
+namespace {
+
+using kernels::TensorType;
+
+constexpr std::int64_t kQuantizedRowChunk = 1024;  // rows of 8-bit activations prepared at once
+
+bool isFloatType(TensorType type) {
+    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
+}
+
+float elementAt(TensorType type, const std::byte* data, std::int64_t index) {
+    std::uint16_t half;
+    switch (type) {
+        case TensorType::F16:
+            std::memcpy(&half, data + 2 * index, 2);
+            return kernels::fp16ToFp32(half);
+        case TensorType::BF16:
+            std::memcpy(&half, data + 2 * index, 2);
+            return kernels::bf16ToFp32(half);
+        default: {
+            float f;
+            std::memcpy(&f, data + 4 * index, 4);
+            return f;
+        }
+    }
+}
+
+}  // namespace
+
+void applyLinear(const Linear& l, kernels::GemmPrecision precision, const float* x,
+                 std::ptrdiff_t xStride, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                 ThreadPool& pool) {
+    if (isFloatType(l.type)) {
+        // Column ranges in whole gemm panels (32 columns for AVX-512): a partial one costs as
+        // much as a full one.
+        pool.parallelFor(l.out, 32, [&](std::int64_t begin, std::int64_t end) {
+            kernels::gemm(precision, l.type, l.weights, l.in, l.in, x, xStride, m, l.bias, y,
+                          yStride, begin, end);
+        });
+        return;
+    }
+    // Quantised weights: 8-bit activations, integer dot products, bias added afterwards. The
+    // rows go in chunks to bound the prepared copy.
+    const std::int64_t rowBytes = kernels::preparedRowBytes(l.type, l.in);
+    std::vector<std::byte> prepared;
+    for (std::int64_t r0 = 0; r0 < m; r0 += kQuantizedRowChunk) {
+        const std::int64_t rows = std::min(kQuantizedRowChunk, m - r0);
+        prepared.resize(std::size_t(rows * rowBytes));
+        kernels::prepareActivations(l.type, x + r0 * xStride, xStride, rows, l.in, prepared.data());
+        float* yChunk = y + r0 * yStride;
+        pool.parallelFor(l.out, 16, [&](std::int64_t begin, std::int64_t end) {
+            kernels::matmul(l.type, l.weights, l.in, prepared.data(), rows, yChunk, yStride, begin,
+                            end);
+            if (l.bias != nullptr) {
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t n = begin; n < end; ++n)
+                        yChunk[r * yStride + n] += l.bias[n];
+            }
+        });
+    }
+}
+
+Result<const float*> TensorBinder::vector(const std::string& name, std::int64_t size) const {
+    Result<const GgufTensor*> t = m_file.requireTensor(name, {size});
+    if (!t) return t.status();
+    IRIS_RETURN_IF_ERROR(requireFloat(**t));
+    std::vector<float>& values = m_owned.emplace_back(std::size_t(size));
+    for (std::int64_t i = 0; i < size; ++i)
+        values[std::size_t(i)] = elementAt((*t)->type, (*t)->data.data(), i);
+    return values.data();
+}
+
+Result<Linear> TensorBinder::linear(const std::string& prefix, std::int64_t in, std::int64_t out,
+                                    bool bias) const {
+    const std::string name = prefix + ".weight";
+    Result<const GgufTensor*> w = m_file.requireTensor(name, {in, out});
+    if (!w) return w.status();
+    const kernels::TensorTypeInfo& info = kernels::tensorTypeInfo((*w)->type);
+    if (!isFloatType((*w)->type)) {
+        // Quantised weights go through kernels::matmul, which wants whole blocks per row and
+        // 8-bit activations per 32 or 256 values.
+        const std::int64_t block =
+            kernels::activationFormat((*w)->type) == kernels::ActivationFormat::Q8PerBlock256 ? 256
+                                                                                              : 32;
+        if (!info.computable || in % block != 0 || in % info.blockElements != 0) {
+            return Status::unsupported(
+                m_file.name() + ": tensor '" + name + "' has type " + std::string(info.name) +
+                (info.computable ? " with rows of " + std::to_string(in) +
+                                       " values (not a multiple of " + std::to_string(block) + ")"
+                                 : std::string()) +
+                "; the vision tower computes with f32, f16, bf16 and (whole-block) quantised "
+                "weights");
+        }
+    }
+    Linear linear{(*w)->type, (*w)->data.data(), in, out, nullptr};
+    if (bias) {
+        Result<const float*> b = vector(prefix + ".bias", out);
+        if (!b) return b.status();
+        linear.bias = *b;
+    }
+    return linear;
+}
+
+Result<std::vector<float>> TensorBinder::patchKernel(std::int64_t patch, std::int64_t width) const {
+    const std::string names[2] = {"v.patch_embd.weight", "v.patch_embd.weight.1"};
+    const std::int64_t area = patch * patch, cols = 3 * 2 * area;
+    std::vector<float> kernel(static_cast<std::size_t>(width * cols));
+    for (int frame = 0; frame < 2; ++frame) {
+        Result<const GgufTensor*> t = m_file.requireTensor(names[frame], {patch, patch, 3, width});
+        if (!t) return t.status();
+        IRIS_RETURN_IF_ERROR(requireFloat(**t));
+        const std::byte* data = (*t)->data.data();
+        for (std::int64_t c = 0; c < width; ++c)
+            for (std::int64_t ch = 0; ch < 3; ++ch)
+                for (std::int64_t i = 0; i < area; ++i)
+                    kernel[std::size_t(c * cols + (ch * 2 + frame) * area + i)] =
+                        elementAt((*t)->type, data, (c * 3 + ch) * area + i);
+    }
+    return kernel;
+}
+
+Status TensorBinder::requireFloat(const GgufTensor& t) const {
+    if (isFloatType(t.type)) return {};
+    return Status::unsupported(m_file.name() + ": tensor '" + t.name + "' has type " +
+                               std::string(kernels::tensorTypeInfo(t.type).name) +
+                               ", expected f32, f16 or bf16");
+}
+
+Result<std::int64_t> positiveInteger(const GgufFile& file, const std::string& key) {
+    Result<std::int64_t> value = file.getInteger(key);
+    if (!value) return value.status();
+    if (*value <= 0 || *value > (std::int64_t(1) << 24)) {
+        return Status::corrupt(file.name() + ": metadata '" + key + "' is " +
+                               std::to_string(*value) + ", expected a positive size");
+    }
+    return value;
+}
+
+Result<std::int64_t> optionalPositiveInteger(const GgufFile& file, const std::string& key,
+                                             std::int64_t fallback) {
+    if (file.find(key) == nullptr) return fallback;
+    return positiveInteger(file, key);
+}
+
+Status readTriple(const GgufFile& file, const std::string& key, std::array<float, 3>& out) {
+    if (file.find(key) == nullptr) return {};
+    Result<const GgufArray*> array = file.getArray(key);
+    if (!array) return array.status();
+    const auto* floats = std::get_if<std::vector<float>>(&(*array)->elements);
+    if (floats == nullptr || floats->size() != 3) {
+        return Status::corrupt(file.name() + ": metadata '" + key +
+                               "' must be an array of 3 float32 values");
+    }
+    std::copy(floats->begin(), floats->end(), out.begin());
+    return {};
+}
+
+Status checkImagePatches(const ImagePatches& image, const VisionConfig& c,
+                         std::int64_t maxPatches) {
+    if (image.patchSize != c.patchSize || image.mergeSize != c.mergeSize ||
+        image.temporalPatch != 2) {
+        return Status::invalidArgument(
+            "image patches are " + std::to_string(image.patchSize) + " px, merge " +
+            std::to_string(image.mergeSize) + ", " + std::to_string(image.temporalPatch) +
+            " frames; the vision tower wants " + std::to_string(c.patchSize) + " px, merge " +
+            std::to_string(c.mergeSize) + ", 2 frames");
+    }
+    if (image.gridH <= 0 || image.gridW <= 0 || image.gridH % c.mergeSize != 0 ||
+        image.gridW % c.mergeSize != 0) {
+        return Status::invalidArgument(
+            "image grid " + std::to_string(image.gridH) + " x " + std::to_string(image.gridW) +
+            " patches is empty or not a multiple of the merge size " + std::to_string(c.mergeSize));
+    }
+    if (image.patchCount() > maxPatches) {
+        return Status::outOfRange("image of " + std::to_string(image.patchCount()) +
+                                  " patches is too large for the vision tower");
+    }
+    const std::int64_t expected = image.patchCount() * image.patchValues();
+    if (std::int64_t(image.values.size()) != expected) {
+        return Status::invalidArgument("image patches hold " + std::to_string(image.values.size()) +
+                                       " values, expected " + std::to_string(expected) + " (" +
+                                       std::to_string(image.patchCount()) + " patches)");
+    }
+    return {};
+}
+
+float rowMax(const float* x, std::int64_t n) {
+    float m[8];
+    for (float& v : m)
+        v = -INFINITY;
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l)
+            m[l] = std::max(m[l], x[j + l]);
+    for (; j < n; ++j)
+        m[0] = std::max(m[0], x[j]);
+    return *std::max_element(m, m + 8);
+}
+
+}  // namespace iris::inference::vision

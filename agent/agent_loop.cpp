@@ -86,6 +86,21 @@ bool AgentLoop::waitWhilePaused() {
     return !m_stop.load();
 }
 
+CoordinateFrame AgentLoop::frameFor(int width, int height, int stepIndex) {
+    const CoordinateFrame frame =
+        m_options.frame.value_or(defaultCoordinateFrame(m_options.format));
+    if (frame.kind != CoordinateFrame::Kind::ModelImage) return frame;
+    const std::optional<inference::ImageSize> image = m_client.imageSizeFor(width, height);
+    if (!image) return CoordinateFrame{};  // the model saw the screenshot itself
+    if (m_recorder && m_modelImageScreen != std::pair(width, height)) {
+        m_modelImageScreen = std::pair(width, height);
+        const ModelImageEvent event{width, height, *image};
+        (void)m_recorder->recordEvent(
+            {stepIndex, 0, std::string(ModelImageEvent::kKind), event.text()});
+    }
+    return {CoordinateFrame::Kind::ResizedImage, image->width, image->height};
+}
+
 Result<AgentLoop::Render> AgentLoop::observe(StepTimings& timings) {
     const Clock::time_point start = Clock::now();
     Result<Observation> observation = m_environment.observe();
@@ -236,7 +251,7 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
 
         start = Clock::now();
         ParseOptions parseOptions;
-        parseOptions.frame = m_options.frame;
+        parseOptions.frame = frameFor(prompt.screenWidth, prompt.screenHeight, index);
         parseOptions.screenWidth = prompt.screenWidth;
         parseOptions.screenHeight = prompt.screenHeight;
         ParsedStep parsed = parseModelOutput(m_options.format, *answer, parseOptions);

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core/mat.hpp>
@@ -38,8 +39,12 @@ struct VisualGoal {
 struct LoopOptions {
     std::string instruction;
     ActionFormat format = ActionFormat::ToolCalls;
-    CoordinateFrame frame;  // how the model's coordinates map to the screenshot
-    bool browser = false;   // one browser page: the model may navigate
+    // How the model's coordinates map to the screenshot; empty: defaultCoordinateFrame(format).
+    // A ModelImage frame is resolved for each screenshot from ModelClient::imageSizeFor, so it
+    // follows a screen whose size changes; each new size is recorded as a ModelImageEvent
+    // (ReplayClient reports them back, so a replay maps the recorded answers alike).
+    std::optional<CoordinateFrame> frame;
+    bool browser = false;  // one browser page: the model may navigate
     int maxSteps = 15;
     int screenshotsInHistory = 3;
     double pauseAfterActionsMs = 0;  // let the screen settle (OSWorld's sleep_after_execution)
@@ -101,6 +106,8 @@ private:
         std::optional<VisualComparison> comparison;
     };
     Result<Render> observe(StepTimings& timings);
+    // The frame to parse an answer about a width x height screenshot in (ModelImage resolved).
+    CoordinateFrame frameFor(int width, int height, int stepIndex);
     std::string executeActions(const std::vector<Action>& actions, StepReport& report,
                                std::vector<ActionOutcome>& outcomes, std::vector<FileEdit>& edits,
                                bool& filesChanged);
@@ -120,6 +127,8 @@ private:
     mutable std::mutex m_pauseMutex;
     std::condition_variable m_pauseChanged;
     bool m_paused = false;
+    // The screenshot size the last model-image event was recorded for.
+    std::optional<std::pair<int, int>> m_modelImageScreen;
 };
 
 }  // namespace iris::agent

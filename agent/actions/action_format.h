@@ -31,11 +31,29 @@ std::string_view actionFormatName(ActionFormat format);
 // screenshot, the 0..1000 relative frame some UI-TARS versions use, or pixels of a resized image
 // (Qwen2.5-VL smart resize) of size width x height.
 struct CoordinateFrame {
-    enum class Kind { ScreenshotPixels, Relative1000, ResizedImage };
+    enum class Kind {
+        ScreenshotPixels,
+        Relative1000,
+        ResizedImage,
+        // Pixels of the image the model was actually shown, which only its client knows
+        // (ModelClient::imageSizeFor): the agent loop resolves it for every screenshot to
+        // ResizedImage, or to ScreenshotPixels when the client shows screenshots unchanged.
+        // Parsers cannot map it unresolved.
+        ModelImage,
+    };
     Kind kind = Kind::ScreenshotPixels;
     int width = 0;  // ResizedImage only
     int height = 0;
 };
+
+// The frame a format's answers are in when nobody says otherwise. UI-TARS prompts do not state
+// the screen size, so its models answer in the frame of the image they saw (ModelImage); the
+// other formats' prompts name the screenshot's size, and their models answer in its pixels.
+inline CoordinateFrame defaultCoordinateFrame(ActionFormat format) {
+    CoordinateFrame frame;
+    if (format == ActionFormat::UiTars) frame.kind = CoordinateFrame::Kind::ModelImage;
+    return frame;
+}
 
 struct ParseOptions {
     // The screenshot the model saw, in observation pixels; 0 x 0 when unknown (then points are

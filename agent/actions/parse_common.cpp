@@ -35,6 +35,9 @@ Result<Point> mapPoint(double x, double y, const ParseOptions& options) {
     if (!knownScreen && options.frame.kind != CoordinateFrame::Kind::ScreenshotPixels)
         return Status::invalidArgument(
             "the screenshot size is unknown, so scaled coordinates cannot be mapped");
+    if (options.frame.kind == CoordinateFrame::Kind::ModelImage)
+        return Status::invalidArgument(
+            "the model-image coordinate frame was not resolved to the image the model saw");
     Point p{x, y};
     switch (options.frame.kind) {
         case CoordinateFrame::Kind::ScreenshotPixels:
@@ -47,6 +50,8 @@ Result<Point> mapPoint(double x, double y, const ParseOptions& options) {
                 return Status::invalidArgument("the resized-image coordinate frame has no size");
             p = {x * width / options.frame.width, y * height / options.frame.height};
             break;
+        case CoordinateFrame::Kind::ModelImage:
+            break;  // refused above
     }
     if (knownScreen) {
         // The right and bottom edges themselves are a common answer for "the last pixel".

@@ -101,6 +101,14 @@ std::string LocalEngineClient::describe() const {
     return "local " + m_name;
 }
 
+std::optional<inference::ImageSize> LocalEngineClient::imageSizeFor(int width, int height) const {
+    if (!m_engine->hasVision()) return std::nullopt;
+    Result<inference::ImageSize> size =
+        inference::smartResize(width, height, m_engine->imageOptions());
+    if (!size) return std::nullopt;
+    return *size;
+}
+
 Result<std::vector<std::shared_ptr<const inference::ImagePatches>>>
 LocalEngineClient::prepareImages(const std::vector<std::shared_ptr<const EncodedImage>>& images) {
     std::erase_if(m_prepared, [](const PreparedImage& p) { return p.source.expired(); });

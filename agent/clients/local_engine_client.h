@@ -40,6 +40,10 @@ public:
                                   const TextStream& onText = {}) override;
     void cancel() override;
     std::string describe() const override;
+    // With a vision tower: smartResize with the engine's image options (its pixel budget and the
+    // tower's patch and merge sizes), as complete() preprocesses screenshots. nullopt without one
+    // or for a size the resize refuses.
+    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override;
 
     // The prompt tokens the last complete() took from the previous turn's cache, and the images
     // it sent through the vision tower (the others were cached by content).

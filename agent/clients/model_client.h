@@ -1,14 +1,42 @@
 #pragma once
 // Whoever answers the agent's chat requests: the local engine, an OpenAI-compatible server, or a
 // recorded session. The loop holds one of these and nothing more specific.
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "agent/clients/chat.h"
 #include "inference/status.h"
+#include "inference/vision/image_preprocess.h"
 
 namespace iris::agent {
+
+// How a session records which image its model was shown for a screenshot size (an event of
+// this kind; the loop writes one per new size): "the 1920x1080 screenshot is shown to the model
+// as 1932x1092".
+struct ModelImageEvent {
+    static constexpr std::string_view kKind = "model_image";
+    int screenWidth = 0;
+    int screenHeight = 0;
+    inference::ImageSize image;
+
+    std::string text() const {
+        return "the " + std::to_string(screenWidth) + "x" + std::to_string(screenHeight) +
+               " screenshot is shown to the model as " + std::to_string(image.width) + "x" +
+               std::to_string(image.height);
+    }
+    static std::optional<ModelImageEvent> parse(const std::string& text) {
+        ModelImageEvent event;
+        char end = 0;
+        if (std::sscanf(text.c_str(), "the %dx%d screenshot is shown to the model as %dx%d%c",
+                        &event.screenWidth, &event.screenHeight, &event.image.width,
+                        &event.image.height, &end) != 4)
+            return std::nullopt;
+        return event;
+    }
+};
 
 // Receives the answer's text as it is produced; return false to cancel the request.
 using TextStream = std::function<bool(std::string_view delta)>;
@@ -29,6 +57,16 @@ public:
     // "openai http://127.0.0.1:8000/v1 model=ui-tars", "local qwen2.5-vl-3b.gguf", "replay 12":
     // for logs and recordings; never contains a secret.
     virtual std::string describe() const = 0;
+
+    // The size of the image the model is shown for a width x height screenshot, when the client
+    // resizes it first (the local engine's smart resize for Qwen2.5-VL): models such as UI-TARS
+    // answer in that image's pixels (CoordinateFrame::Kind::ModelImage). nullopt: the model sees
+    // the screenshot as it is, or the client cannot tell. Clients that wrap another forward it.
+    virtual std::optional<inference::ImageSize> imageSizeFor(int width, int height) const {
+        (void)width;
+        (void)height;
+        return std::nullopt;
+    }
 };
 
 }  // namespace iris::agent

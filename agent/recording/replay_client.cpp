@@ -7,6 +7,18 @@ ReplayClient::ReplayClient(const SessionRecord& recording, int firstStep)
     for (const StepRecord& step : recording.steps) {
         if (step.index >= firstStep && step.response) m_responses.push_back(*step.response);
     }
+    for (const SessionEvent& event : recording.events) {
+        if (event.kind != ModelImageEvent::kKind) continue;
+        if (std::optional<ModelImageEvent> image = ModelImageEvent::parse(event.message))
+            m_images.push_back(*image);
+    }
+}
+
+std::optional<inference::ImageSize> ReplayClient::imageSizeFor(int width, int height) const {
+    for (const ModelImageEvent& event : m_images) {
+        if (event.screenWidth == width && event.screenHeight == height) return event.image;
+    }
+    return std::nullopt;
 }
 
 Result<ChatResponse> ReplayClient::complete(const ChatRequest& /*request*/,

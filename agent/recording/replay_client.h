@@ -23,6 +23,8 @@ public:
                                   const TextStream& onText = {}) override;
     void cancel() override {}  // complete() never blocks
     std::string describe() const override;
+    // The image sizes the recorded session's model was shown (its ModelImageEvents).
+    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override;
 
     std::size_t remaining() const { return m_responses.size() - m_next; }
 
@@ -31,6 +33,7 @@ private:
     int m_firstStep = 0;
     std::vector<ChatResponse> m_responses;
     std::size_t m_next = 0;
+    std::vector<ModelImageEvent> m_images;
 };
 
 // The recorded answers for the first `count` calls, then `live`: a session forked from a step.
@@ -42,6 +45,14 @@ public:
                                   const TextStream& onText = {}) override;
     void cancel() override { m_live->cancel(); }
     std::string describe() const override { return m_live->describe(); }
+    // The recorded model's while its answers are replayed, then the live client's.
+    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override {
+        if (m_remaining > 0) {
+            if (std::optional<inference::ImageSize> size = m_replay.imageSizeFor(width, height))
+                return size;
+        }
+        return m_live->imageSizeFor(width, height);
+    }
 
 private:
     ReplayClient m_replay;

@@ -152,6 +152,8 @@ nlohmann::json frameToJson(const agent::CoordinateFrame& frame) {
             return "pixels";
         case agent::CoordinateFrame::Kind::Relative1000:
             return "relative1000";
+        case agent::CoordinateFrame::Kind::ModelImage:
+            return "auto";
         case agent::CoordinateFrame::Kind::ResizedImage:
             break;
     }
@@ -165,7 +167,8 @@ nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* wo
         {"env", environmentText(plan.environment)},
         {"viewport",
          std::to_string(plan.environment.width) + "x" + std::to_string(plan.environment.height)},
-        {"coords", frameToJson(plan.loop.frame)},
+        {"coords",
+         frameToJson(plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
         {"max_steps", plan.loop.maxSteps},
         {"screenshots_in_history", plan.loop.screenshotsInHistory},
         {"sleep_after_execution_ms", plan.loop.pauseAfterActionsMs},
@@ -252,13 +255,20 @@ Result<SessionPlan> planFromRecording(const agent::SessionRecord& recording) {
     IRIS_RETURN_IF_ERROR(format.status());
     plan.loop.format = *format;
     plan.loop.instruction = recording.summary.instruction;
-    const std::string coords = config.value("coords", "pixels");
-    if (coords == "relative1000") {
-        plan.loop.frame.kind = agent::CoordinateFrame::Kind::Relative1000;
+    // Without "coords" (iris eval's recordings) the loop took the format's default frame.
+    using FrameKind = agent::CoordinateFrame::Kind;
+    const std::string coords = config.value("coords", "");
+    if (coords == "pixels") {
+        plan.loop.frame = agent::CoordinateFrame{FrameKind::ScreenshotPixels, 0, 0};
+    } else if (coords == "relative1000") {
+        plan.loop.frame = agent::CoordinateFrame{FrameKind::Relative1000, 0, 0};
+    } else if (coords == "auto") {
+        plan.loop.frame = agent::CoordinateFrame{FrameKind::ModelImage, 0, 0};
     } else if (coords.starts_with("resized:")) {
         Result<std::pair<int, int>> size = parseSize(coords.substr(8));
         IRIS_RETURN_IF_ERROR(size.status());
-        plan.loop.frame = {agent::CoordinateFrame::Kind::ResizedImage, size->first, size->second};
+        plan.loop.frame =
+            agent::CoordinateFrame{FrameKind::ResizedImage, size->first, size->second};
     }
     plan.loop.maxSteps = config.value("max_steps", 15);
     plan.loop.screenshotsInHistory = config.value("screenshots_in_history", 3);

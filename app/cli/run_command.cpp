@@ -26,8 +26,10 @@ std::vector<OptionSpec> runOptions() {
         {"target", "", true, "a mockup image: visual-feedback mode (score, keep or revert edits)"},
         {"action-format", "f", true, "tools, computer13, pyautogui or uitars (default tools)"},
         {"coords", "", true,
-         "the model's coordinates: pixels, relative1000, resized:WxH, or resized (the local "
-         "engine's smart resize of the viewport: UI-TARS and Qwen2.5-VL with --mmproj)"},
+         "the model's coordinates: auto (pixels of the image the model was shown: the local "
+         "engine's smart resize with --mmproj, else the screenshot's; the default for uitars), "
+         "pixels (the default otherwise), relative1000, resized:WxH, or resized (the engine's "
+         "default smart resize of --viewport, for a server)"},
         {"max-steps", "", true, "model calls at most (default 15)"},
         {"history", "", true, "screenshots kept in the prompt (default 3)"},
         {"viewport", "", true, "browser viewport or private display size (default 1280x800)"},
@@ -87,16 +89,17 @@ Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text,
                                                     std::optional<std::pair<int, int>> screen) {
     agent::CoordinateFrame frame;
     if (text == "pixels") return frame;
+    if (text == "auto") {
+        frame.kind = agent::CoordinateFrame::Kind::ModelImage;
+        return frame;
+    }
     if (text == "resized") {
         if (!screen) {
             return Status::invalidArgument(
                 "--coords resized: the screen size is known only once the desktop runs; give "
-                "resized:WxH");
+                "resized:WxH, or auto with --model and --mmproj");
         }
-        const inference::EngineOptions engine;
-        inference::ImagePreprocessOptions options;
-        options.minPixels = engine.imageMinPixels;
-        options.maxPixels = engine.imageMaxPixels;
+        const inference::ImagePreprocessOptions options;  // Qwen2.5-VL's budget (llama.cpp's)
         Result<inference::ImageSize> size =
             inference::smartResize(screen->first, screen->second, options);
         IRIS_RETURN_IF_ERROR(size.status());
@@ -117,8 +120,8 @@ Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text,
         frame.height = size->second;
         return frame;
     }
-    return Status::invalidArgument("--coords '" + text +
-                                   "': expected pixels, relative1000, resized or resized:WxH");
+    return Status::invalidArgument(
+        "--coords '" + text + "': expected auto, pixels, relative1000, resized or resized:WxH");
 }
 
 }  // namespace
@@ -173,10 +176,12 @@ int runRun(int argc, char** argv) {
     std::optional<std::pair<int, int>> screen;
     if (plan.environment.kind != EnvironmentSpec::Kind::Desktop)
         screen = std::pair(plan.environment.width, plan.environment.height);
-    Result<agent::CoordinateFrame> frame =
-        parseCoordinateFrame(args->value("coords").value_or("pixels"), screen);
-    if (!frame) return usageError(frame.status().message());
-    plan.loop.frame = *frame;
+    // Without --coords the loop takes the format's default (defaultCoordinateFrame).
+    if (std::optional<std::string> coords = args->value("coords")) {
+        Result<agent::CoordinateFrame> frame = parseCoordinateFrame(*coords, screen);
+        if (!frame) return usageError(frame.status().message());
+        plan.loop.frame = *frame;
+    }
 
     const Result<std::int64_t> maxSteps = args->integer("max-steps", 15);
     const Result<std::int64_t> history = args->integer("history", 3);

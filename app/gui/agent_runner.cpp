@@ -36,6 +36,9 @@ public:
     }
     void cancel() override { m_inner.cancel(); }
     std::string describe() const override { return m_inner.describe(); }
+    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override {
+        return m_inner.imageSizeFor(width, height);
+    }
 
     agent::ChatResponse last;
 

@@ -1,6 +1,7 @@
 #include "app/gui/main_window.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -48,6 +49,8 @@ namespace iris::app {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr int kLoadingBarSteps = 1000;
 
 AppSettings storedSettings() {
     QSettings store;
@@ -274,10 +277,10 @@ void MainWindow::createStatusBar() {
                        ? tr("CUDA: no device")
                        : tr("CUDA: %1").arg(QString::fromStdString(cuda.devices[0]));
     }
-    // Busy (no percentage): the engine does not report how far a load has come.
+    // Filled by the engine's load progress (EngineOptions::onLoadProgress), in per mille.
     m_loadingBar = new QProgressBar;
     m_loadingBar->setObjectName(QStringLiteral("loadingBar"));
-    m_loadingBar->setRange(0, 0);
+    m_loadingBar->setRange(0, kLoadingBarSteps);
     m_loadingBar->setMaximumWidth(160);
     m_loadingBar->setAccessibleName(tr("Loading the model"));
     m_loadingBar->hide();
@@ -396,6 +399,7 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
     }
     // Loading a model takes seconds: on a thread, then back here.
     statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
+    m_loadingBar->setValue(0);
     m_loadingBar->show();
     m_startAction->setEnabled(false);
     inference::EngineOptions options;
@@ -404,6 +408,17 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
     options.mmprojPath = m_settings.mmprojPath.toStdString();
     const std::string path = m_settings.modelPath.toStdString();
     QPointer<MainWindow> self(this);
+    // Called on the loading thread: each report is queued to the GUI thread (the engine already
+    // reports only when the per-mille value rises).
+    options.onLoadProgress = [self](double fraction) {
+        const int value = static_cast<int>(std::lround(fraction * kLoadingBarSteps));
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, value] {
+                if (MainWindow* window = self.data()) window->m_loadingBar->setValue(value);
+            },
+            Qt::QueuedConnection);
+    };
     auto shared = std::make_shared<SessionPlan>(std::move(plan));
     std::thread([self, shared, path, options] {
         auto loaded = std::make_shared<Result<std::unique_ptr<agent::LocalEngineClient>>>(

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <QApplication>
-#include <QLoggingCategory>
 #include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
@@ -23,6 +22,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QKeyEvent>
+#include <QLoggingCategory>
 #include <QMouseEvent>
 #include <QPixmap>
 #include <QStyleHints>
@@ -56,6 +56,9 @@ constexpr int kWheelNotch = 120;  // Qt's angle delta for one wheel notch (1/8 d
 constexpr int kDragSteps = 12;
 constexpr int kStableGrabTries = 6;
 constexpr double kMaxWaitSeconds = 600;
+// QWebEnginePage::setZoomFactor's range: device pixel ratios 0.2 to 4 can be compensated.
+constexpr double kMinZoom = 0.25;
+constexpr double kMaxZoom = 5.0;
 
 QString toQString(std::string_view text) {
     return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
@@ -242,6 +245,12 @@ struct BrowserEnvironment::Impl {
     std::unique_ptr<QWebEngineView> view;
     std::unique_ptr<QWebEngineProfile> profile;
     std::unique_ptr<QWebEnginePage> page;
+    // The view's device pixel ratio that the page's zoom compensates. Chromium folds the device
+    // scale into the page zoom, so a view of viewport/ratio logical pixels with the page zoomed
+    // to 1/ratio lays out and rasterises one CSS pixel per device pixel: the same pixels as at
+    // ratio 1, and the grab needs no scaling. 1 when the ratio is 1 or outside the zoom range
+    // (then grabs are scaled to CSS pixels instead).
+    double ratio = 1;
 
     bool loading = false;
     bool lastLoadOk = true;
@@ -264,6 +273,37 @@ struct BrowserEnvironment::Impl {
                 "BrowserEnvironment used off its Qt thread; wrap it in GuiThreadEnvironment");
         }
         return {};
+    }
+
+    // --- device pixels --------------------------------------------------------------------
+    // Sizes the view for a CSS viewport of cssWidth x cssHeight at the view's device pixel ratio
+    // now (it changes when the GUI moves to another screen). Returns whether anything changed.
+    bool fit(int cssWidth, int cssHeight) {
+        double r = view->devicePixelRatioF();
+        if (!(r > 0) || 1 / r < kMinZoom || 1 / r > kMaxZoom) r = 1;
+        // Rounded up: at a ratio that does not divide the viewport the page is a pixel wider or
+        // taller, and the grab is cropped.
+        const QSize logical(static_cast<int>(std::ceil(cssWidth / r - 1e-9)),
+                            static_cast<int>(std::ceil(cssHeight / r - 1e-9)));
+        const bool changed =
+            r != ratio || view->size() != logical || !qFuzzyCompare(page->zoomFactor(), 1 / r);
+        ratio = r;
+        view->setFixedSize(logical);
+        if (!qFuzzyCompare(page->zoomFactor(), 1 / r)) page->setZoomFactor(1 / r);
+        return changed;
+    }
+
+    // The page's viewport in CSS pixels as the view is sized now.
+    QSize cssViewport() const {
+        return {static_cast<int>(std::lround(view->width() * ratio)),
+                static_cast<int>(std::lround(view->height() * ratio))};
+    }
+
+    // Before an observation or an action: a changed device pixel ratio is compensated and the
+    // page relaid out before anything is grabbed or clicked.
+    Status refit() {
+        if (!fit(options.viewportWidth, options.viewportHeight)) return {};
+        return settle(options.settleTimeoutMs);
     }
 
     // --- pages and loading -------------------------------------------------------------------
@@ -333,8 +373,11 @@ struct BrowserEnvironment::Impl {
     }
 
     // Waits until the page is loaded, its fonts are ready and two animation frames have run
-    // (the second one paints everything that the first one's layout produced).
-    Status settle(int timeoutMs, std::optional<int> innerHeight = std::nullopt) {
+    // (the second one paints everything that the first one's layout produced). With a zoomed
+    // page (ratio != 1) or a resized view, also until the page has the view's CSS viewport: a
+    // zoom or resize reaches the renderer asynchronously.
+    Status settle(int timeoutMs, bool checkViewport = false) {
+        if (ratio != 1) checkViewport = true;
         QElapsedTimer waited;
         waited.start();
         auto remaining = [&] {
@@ -362,8 +405,11 @@ struct BrowserEnvironment::Impl {
             QString check =
                 QStringLiteral("document.readyState === 'complete' && window.__irisSettled === %1")
                     .arg(tokenText);
-            if (innerHeight) {
-                check += QStringLiteral(" && window.innerHeight === %1").arg(*innerHeight);
+            if (checkViewport) {
+                const QSize css = cssViewport();
+                check += QStringLiteral(" && window.innerWidth === %1 && window.innerHeight === %2")
+                             .arg(css.width())
+                             .arg(css.height());
             }
             bool settled = false;
             for (;;) {
@@ -390,11 +436,18 @@ struct BrowserEnvironment::Impl {
     // --- capture -----------------------------------------------------------------------------
     QImage grabOnce(int width, int height) {
         QImage image = view->grab().toImage();
-        if (image.width() != width || image.height() != height) {
-            // A device pixel ratio other than 1: observation pixels are CSS pixels.
-            image = image.scaled(width, height, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+        image.setDevicePixelRatio(1);  // observation pixels are CSS pixels
+        if (image.width() == width && image.height() == height) return image;
+        // A compensated ratio that does not divide the viewport: the page is up to a device
+        // pixel per unit of ratio larger, the rest is the same layout.
+        const int slack = static_cast<int>(std::ceil(ratio));
+        if (ratio != 1 && image.width() >= width && image.width() <= width + slack &&
+            image.height() >= height && image.height() <= height + slack) {
+            return image.copy(0, 0, width, height);
         }
-        return image;
+        // An uncompensated ratio (outside the zoom range): scaled, so that the geometry at
+        // least is the CSS pixels'.
+        return image.scaled(width, height, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
     }
 
     // The settled frame: grabs until two in a row agree (the compositor may lag one frame
@@ -424,13 +477,18 @@ struct BrowserEnvironment::Impl {
     }
 
     Status checkPoint(Point p, std::string_view what) const {
+        const int width = options.viewportWidth;
+        const int height = options.viewportHeight;
         const bool inside = std::isfinite(p.x) && std::isfinite(p.y) && p.x >= 0 && p.y >= 0 &&
-                            p.x < view->width() && p.y < view->height();
+                            p.x < width && p.y < height;
         if (inside) return {};
         return Status::invalidArgument(std::string(what) + " at " + formatPoint(p) +
-                                       " is outside the " + std::to_string(view->width()) + "x" +
-                                       std::to_string(view->height()) + " viewport");
+                                       " is outside the " + std::to_string(width) + "x" +
+                                       std::to_string(height) + " viewport");
     }
+
+    // CSS pixels (the page's, the observation's) to the view's logical pixels.
+    QPointF toLogical(QPointF css) const { return css / ratio; }
 
     void sendMouse(QEvent::Type type, QPointF position, Qt::MouseButton button, quint64 timestamp) {
         if (type == QEvent::MouseButtonPress || type == QEvent::MouseButtonDblClick) {
@@ -440,7 +498,7 @@ struct BrowserEnvironment::Impl {
         }
         pointer = position;
         QWidget* target = inputTarget();
-        const QPointF local = target->mapFrom(view.get(), position);
+        const QPointF local = target->mapFrom(view.get(), toLogical(position));
         QMouseEvent event(type, local, local, target->mapToGlobal(local), button, buttons,
                           modifiers);
         event.setTimestamp(timestamp);
@@ -485,7 +543,7 @@ struct BrowserEnvironment::Impl {
     void scroll(QPointF position, int dx, int dy) {
         if (position != pointer) moveTo(position);
         QWidget* target = inputTarget();
-        const QPointF local = target->mapFrom(view.get(), position);
+        const QPointF local = target->mapFrom(view.get(), toLogical(position));
         const int notches = std::max(std::abs(dx), std::abs(dy));
         for (int i = 0; i < notches; ++i) {
             // Qt's angle delta is positive when the wheel turns away from the user, which
@@ -747,8 +805,8 @@ Result<std::unique_ptr<BrowserEnvironment>> BrowserEnvironment::create(BrowserOp
     // Rendered and grabbed, never on screen; a page that is shown runs its animation frames.
     impl->view->setAttribute(Qt::WA_DontShowOnScreen);
     impl->view->setContextMenuPolicy(Qt::PreventContextMenu);
-    impl->view->setFixedSize(impl->options.viewportWidth, impl->options.viewportHeight);
     impl->replacePage();
+    impl->fit(impl->options.viewportWidth, impl->options.viewportHeight);
     impl->view->show();
     return std::unique_ptr<BrowserEnvironment>(new BrowserEnvironment(std::move(impl)));
 }
@@ -770,8 +828,8 @@ Status BrowserEnvironment::reset() {
     d.buttons = Qt::NoButton;
     d.modifiers = Qt::NoModifier;
     d.pointer = QPointF();
-    d.view->setFixedSize(d.options.viewportWidth, d.options.viewportHeight);
     d.replacePage();
+    d.fit(d.options.viewportWidth, d.options.viewportHeight);
     IRIS_RETURN_IF_ERROR(d.load(d.startUrl).withContext("browser reset: "));
     d.view->setFocus();
     return d.settle(d.options.settleTimeoutMs).withContext("browser reset: ");
@@ -786,6 +844,7 @@ Result<Observation> BrowserEnvironment::observe() {
         IRIS_RETURN_IF_ERROR(full.status());
         observation.screenshot = std::move(*full);
     } else {
+        IRIS_RETURN_IF_ERROR(d.refit().withContext("browser observe: "));
         IRIS_RETURN_IF_ERROR(d.settle(d.options.settleTimeoutMs).withContext("browser observe: "));
         observation.screenshot = d.grabStable(d.options.viewportWidth, d.options.viewportHeight);
     }
@@ -811,7 +870,8 @@ ActionResult BrowserEnvironment::execute(const Action& action) {
     ActionResult result;
     result.status = m_impl->checkThread();
     if (!result.status.isOk()) return result;
-    result.status = m_impl->run(action);
+    result.status = m_impl->refit();
+    if (result.status.isOk()) result.status = m_impl->run(action);
     return result;
 }
 
@@ -824,6 +884,7 @@ Result<cv::Mat> BrowserEnvironment::fullPageScreenshot() {
     Impl& d = *m_impl;
     const int width = d.options.viewportWidth;
     const int height = d.options.viewportHeight;
+    IRIS_RETURN_IF_ERROR(d.refit().withContext("full-page screenshot: "));
     IRIS_RETURN_IF_ERROR(d.settle(d.options.settleTimeoutMs).withContext("full-page screenshot: "));
     Result<QVariant> metrics = d.runScript(
         QStringLiteral("[window.scrollX, window.scrollY, Math.max("
@@ -839,12 +900,12 @@ Result<cv::Mat> BrowserEnvironment::fullPageScreenshot() {
         std::clamp(static_cast<int>(std::lround(values[2].toDouble())), height, kMaxFullPageHeight);
     if (documentHeight == height) return d.grabStable(width, height);
 
-    d.view->setFixedSize(width, documentHeight);
-    Status settled = d.settle(d.options.settleTimeoutMs, documentHeight);
+    d.fit(width, documentHeight);
+    Status settled = d.settle(d.options.settleTimeoutMs, true);
     cv::Mat image;
     if (settled.isOk()) image = d.grabStable(width, documentHeight);
-    d.view->setFixedSize(width, height);
-    Status restored = d.settle(d.options.settleTimeoutMs, height);
+    d.fit(width, height);
+    Status restored = d.settle(d.options.settleTimeoutMs, true);
     if (restored.isOk()) {
         Result<QVariant> scrolled =
             d.runScript(QStringLiteral("window.scrollTo(%1, %2); true").arg(scrollX).arg(scrollY),

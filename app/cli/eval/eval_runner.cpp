@@ -64,6 +64,9 @@ public:
     }
     void cancel() override { m_inner.cancel(); }
     std::string describe() const override { return m_inner.describe(); }
+    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override {
+        return m_inner.imageSizeFor(width, height);
+    }
 
     static std::mutex& mutex() {
         static std::mutex shared;

@@ -1,23 +1,29 @@
 #include "app/gui/main_window.h"
 
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QDir>
 #include <QImage>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QSet>
 #include <QStatusBar>
 #include <QTest>
+#include <QTimer>
 
 #include "agent/recording/session_store.h"
 #include "app/gui/agent_panel.h"
 #include "app/gui/agent_runner.h"
 #include "app/gui/session_library.h"
+#include "tests/inference/models/tiny_model.h"
 
 namespace iris::app {
 namespace {
@@ -42,8 +48,13 @@ AppSettings testSettings(const std::string& name) {
     return settings;
 }
 
-void saveArtifact(QWidget& widget, const QString& name) {
+// At a device pixel ratio other than 1 (QT_SCALE_FACTOR, see CMakeLists.txt) the file is
+// name@<ratio>x.png, as Qt names high-resolution images, beside the ratio-1 one.
+void saveArtifact(QWidget& widget, QString name) {
+    const qreal ratio = widget.devicePixelRatioF();
+    if (ratio != 1) name.replace(QStringLiteral(".png"), QStringLiteral("@%1x.png").arg(ratio));
     const QImage image = widget.grab().toImage();
+    EXPECT_EQ(image.width(), qRound(widget.width() * ratio)) << "not grabbed at the ratio";
     ASSERT_FALSE(image.isNull());
     QSet<QRgb> colours;
     for (int y = 0; y < image.height(); y += 3) {
@@ -127,6 +138,57 @@ TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
     EXPECT_LE(window.agentPanel()->stepCount(), before + 1);
     EXPECT_TRUE(window.statusBar()->currentMessage().contains(QStringLiteral("stopped")))
         << window.statusBar()->currentMessage().toStdString();
+}
+
+// A configured model loads on a thread; the status bar's bar follows the engine's progress
+// reports (queued to the GUI thread) and is full when the load ends.
+TEST(MainWindow, LoadingBarFillsAsTheModelLoads) {
+    AppSettings settings = testSettings("loading");
+    inference::testing::TinyModelSpec spec;
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.hidden = 128;
+    spec.headDim = 32;
+    spec.ffn = 256;
+    spec.layers = 4;
+    spec.weightType = kernels::TensorType::Q8_0;
+    const std::vector<std::byte> bytes = inference::testing::makeTinyModel(spec);
+    const fs::path model =
+        fs::path(settings.databasePath.toStdString()).parent_path() / "tiny.gguf";
+    std::ofstream(model, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    settings.modelPath = QString::fromStdString(model.string());
+    settings.threads = 1;
+    settings.contextSize = 256;
+
+    MainWindow window(settings);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    auto* bar = window.statusBar()->findChild<QProgressBar*>(QStringLiteral("loadingBar"));
+    ASSERT_NE(bar, nullptr);
+    EXPECT_GT(bar->maximum(), bar->minimum()) << "a busy bar, not a progress bar";
+    std::vector<int> values;
+    QObject::connect(bar, &QProgressBar::valueChanged, [&](int value) { values.push_back(value); });
+    // A failed load would open a message box: closed, so that the test fails instead of hanging.
+    QTimer closer;
+    QObject::connect(&closer, &QTimer::timeout, [] {
+        if (QWidget* modal = QApplication::activeModalWidget()) modal->close();
+    });
+    closer.start(100);
+    window.runDemo();
+    EXPECT_TRUE(bar->isVisible());
+    // The load is done when the bar is hidden again (the session then starts, or the load
+    // failed and says why in the status bar).
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !bar->isVisible(); }, 60000));
+    EXPECT_FALSE(window.statusBar()->currentMessage().contains(QStringLiteral("tiny.gguf:")))
+        << window.statusBar()->currentMessage().toStdString();
+    ASSERT_GE(values.size(), 3u) << "the bar did not follow the load";
+    EXPECT_EQ(values.back(), bar->maximum());
+    for (std::size_t i = 1; i < values.size(); ++i)
+        EXPECT_GE(values[i], values[i - 1]) << "the bar went back at report " << i;
+    // The tiny model cannot see screenshots: the session ends on its own.
+    window.runner()->stop();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.runner()->isRunning(); }, 60000));
 }
 
 TEST(MainWindow, QuitClosesTheWindow) {

@@ -9,6 +9,8 @@
 // ffn_down in the layers llama.cpp gives more bits), falling back to q5_0 / q8_0 for the tensors
 // whose 896-wide rows are not whole 256-value super-blocks, as llama-quantize does.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -22,6 +24,29 @@ namespace {
 
 using iris::inference::GgufWriter;
 using iris::kernels::TensorType;
+namespace fs = std::filesystem;
+
+// The vocabulary as llama.cpp's converter writes it for a model whose config.json says
+// vocab_size = `vocab`: the token list padded with "[PAD<id>]" up to the embedding rows (Qwen2.5
+// pads 151665 tokens to 151936), which llama.cpp requires. The converter reads config.json next
+// to tokenizer.json, so tokenizer.json and its siblings are linked into a scratch folder beside
+// such a config.json.
+iris::Status addTokenizer(const fs::path& tokenizerJson, long vocab, GgufWriter& w) {
+    const fs::path dir =
+        fs::temp_directory_path() / ("iris_make_model_" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir);
+    for (const fs::directory_entry& sibling :
+         fs::directory_iterator(fs::absolute(tokenizerJson).parent_path())) {
+        const fs::path name = sibling.path().filename();
+        if (sibling.is_regular_file() && name != "config.json" && name != "tokenizer.json")
+            fs::create_symlink(sibling.path(), dir / name);
+    }
+    fs::create_symlink(fs::absolute(tokenizerJson), dir / "tokenizer.json");
+    std::ofstream(dir / "config.json") << "{\"vocab_size\": " << vocab << "}\n";
+    iris::Status status = iris::inference::addHfTokenizerToGguf(dir / "tokenizer.json", w);
+    fs::remove_all(dir);
+    return status;
+}
 
 struct Options {
     std::string out, arch = "qwen2", type = "q8_0", tokenizer;
@@ -154,7 +179,7 @@ int main(int argc, char** argv) {
     w.set(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
     const long headDim = o.hidden / o.heads;
     if (a == "qwen3") w.set(a + ".attention.key_length", std::uint32_t(headDim));
-    if (!o.tokenizer.empty()) Builder::check(iris::inference::addHfTokenizerToGguf(o.tokenizer, w));
+    if (!o.tokenizer.empty()) Builder::check(addTokenizer(o.tokenizer, o.vocab, w));
 
     Builder b(o);
     b.matrix(w, "token_embd.weight", o.hidden, o.vocab, 0);

@@ -23,7 +23,6 @@ namespace {
 using kernels::TensorType;
 using vision::Linear;
 using vision::positiveInteger;
-using vision::readTriple;
 using vision::rowMax;
 
 constexpr double kRopeTheta = 10000.0;     // the released config's rope_theta; not in the GGUF
@@ -73,28 +72,7 @@ Result<VisionConfig> readConfig(const GgufFile& file) {
         target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
         return {};
     };
-    IRIS_RETURN_IF_ERROR(assign(c.blocks, positiveInteger(file, "clip.vision.block_count")));
-    IRIS_RETURN_IF_ERROR(assign(c.width, positiveInteger(file, "clip.vision.embedding_length")));
-    IRIS_RETURN_IF_ERROR(
-        assign(c.ffnSize, positiveInteger(file, "clip.vision.feed_forward_length")));
-    IRIS_RETURN_IF_ERROR(
-        assign(c.heads, positiveInteger(file, "clip.vision.attention.head_count")));
-    IRIS_RETURN_IF_ERROR(assign(c.patchSize, positiveInteger(file, "clip.vision.patch_size")));
-    if (file.find("clip.vision.spatial_merge_size") != nullptr) {
-        IRIS_RETURN_IF_ERROR(
-            assign(c.mergeSize, positiveInteger(file, "clip.vision.spatial_merge_size")));
-    }
-    const std::string epsKey = "clip.vision.attention.layer_norm_epsilon";
-    if (file.find(epsKey) != nullptr) {
-        Result<double> eps = file.getFloat(epsKey);
-        if (!eps) return eps.status();
-        if (!(*eps > 0.0 && *eps < 1.0))
-            return Status::corrupt(file.name() + ": metadata '" + epsKey + "' is " +
-                                   std::to_string(*eps) + ", expected a small positive number");
-        c.normEps = float(*eps);
-    }
-    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_mean", c.imageMean));
-    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_std", c.imageStd));
+    IRIS_RETURN_IF_ERROR(vision::readCommonConfig(file, c));
 
     // The output width is the merger's (llama.cpp reads mm.merge.fc2.bias); projection_dim,
     // when written, must agree, which the tensor shapes then check.

@@ -27,7 +27,6 @@ using kernels::TensorType;
 using vision::Linear;
 using vision::optionalPositiveInteger;
 using vision::positiveInteger;
-using vision::readTriple;
 using vision::rowMax;
 
 constexpr double kRopeTheta = 10000.0;       // fixed in Qwen2.5-VL's VisionRotaryEmbedding
@@ -58,32 +57,13 @@ Result<VisionConfig> readConfig(const GgufFile& file) {
         target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
         return {};
     };
-    IRIS_RETURN_IF_ERROR(assign(c.blocks, positiveInteger(file, "clip.vision.block_count")));
-    IRIS_RETURN_IF_ERROR(assign(c.width, positiveInteger(file, "clip.vision.embedding_length")));
-    IRIS_RETURN_IF_ERROR(
-        assign(c.ffnSize, positiveInteger(file, "clip.vision.feed_forward_length")));
-    IRIS_RETURN_IF_ERROR(
-        assign(c.heads, positiveInteger(file, "clip.vision.attention.head_count")));
+    IRIS_RETURN_IF_ERROR(vision::readCommonConfig(file, c));
     IRIS_RETURN_IF_ERROR(
         assign(c.projectionDim, positiveInteger(file, "clip.vision.projection_dim")));
-    IRIS_RETURN_IF_ERROR(assign(c.patchSize, positiveInteger(file, "clip.vision.patch_size")));
-    IRIS_RETURN_IF_ERROR(
-        assign(c.mergeSize, optionalPositiveInteger(file, "clip.vision.spatial_merge_size", 2)));
     IRIS_RETURN_IF_ERROR(
         assign(c.windowSize, optionalPositiveInteger(file, "clip.vision.window_size", 112)));
     IRIS_RETURN_IF_ERROR(
         assign(c.fullAttentionPeriod, positiveInteger(file, "clip.vision.n_wa_pattern")));
-    const std::string epsKey = "clip.vision.attention.layer_norm_epsilon";
-    if (file.find(epsKey) != nullptr) {
-        Result<double> eps = file.getFloat(epsKey);
-        if (!eps) return eps.status();
-        if (!(*eps > 0.0 && *eps < 1.0))
-            return Status::corrupt(file.name() + ": metadata '" + epsKey + "' is " +
-                                   std::to_string(*eps) + ", expected a small positive number");
-        c.normEps = float(*eps);
-    }
-    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_mean", c.imageMean));
-    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_std", c.imageStd));
 
     if (c.width % c.heads != 0 || (c.width / c.heads) % 4 != 0) {
         return Status::corrupt(file.name() + ": clip.vision.embedding_length " +

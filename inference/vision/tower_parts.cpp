@@ -153,6 +153,9 @@ Result<std::int64_t> optionalPositiveInteger(const GgufFile& file, const std::st
     return positiveInteger(file, key);
 }
 
+namespace {
+
+// A 3-float array (clip.vision.image_mean / image_std); `out` is kept when the key is absent.
 Status readTriple(const GgufFile& file, const std::string& key, std::array<float, 3>& out) {
     if (file.find(key) == nullptr) return {};
     Result<const GgufArray*> array = file.getArray(key);
@@ -163,6 +166,39 @@ Status readTriple(const GgufFile& file, const std::string& key, std::array<float
                                "' must be an array of 3 float32 values");
     }
     std::copy(floats->begin(), floats->end(), out.begin());
+    return {};
+}
+
+template <typename T>
+Status readSize(const GgufFile& file, const std::string& key, T& out) {
+    Result<std::int64_t> value = positiveInteger(file, key);
+    if (!value) return value.status();
+    out = static_cast<T>(*value);
+    return {};
+}
+
+}  // namespace
+
+Status readCommonConfig(const GgufFile& file, VisionConfig& c) {
+    IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.block_count", c.blocks));
+    IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.embedding_length", c.width));
+    IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.feed_forward_length", c.ffnSize));
+    IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.attention.head_count", c.heads));
+    IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.patch_size", c.patchSize));
+    if (file.find("clip.vision.spatial_merge_size") != nullptr)
+        IRIS_RETURN_IF_ERROR(readSize(file, "clip.vision.spatial_merge_size", c.mergeSize));
+    const std::string epsKey = "clip.vision.attention.layer_norm_epsilon";
+    if (file.find(epsKey) != nullptr) {
+        Result<double> eps = file.getFloat(epsKey);
+        if (!eps) return eps.status();
+        if (!(*eps > 0.0 && *eps < 1.0)) {
+            return Status::corrupt(file.name() + ": metadata '" + epsKey + "' is " +
+                                   std::to_string(*eps) + ", expected a small positive number");
+        }
+        c.normEps = float(*eps);
+    }
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_mean", c.imageMean));
+    IRIS_RETURN_IF_ERROR(readTriple(file, "clip.vision.image_std", c.imageStd));
     return {};
 }
 

@@ -68,8 +68,10 @@ private:
 Result<std::int64_t> positiveInteger(const GgufFile& file, const std::string& key);
 Result<std::int64_t> optionalPositiveInteger(const GgufFile& file, const std::string& key,
                                              std::int64_t fallback);
-// A 3-float array (clip.vision.image_mean / image_std); `out` is kept when the key is absent.
-Status readTriple(const GgufFile& file, const std::string& key, std::array<float, 3>& out);
+// The clip.vision.* keys every tower has: block_count, embedding_length, feed_forward_length,
+// attention.head_count and patch_size (required); spatial_merge_size,
+// attention.layer_norm_epsilon, image_mean and image_std (optional: `c` keeps its value).
+Status readCommonConfig(const GgufFile& file, VisionConfig& c);
 
 // InvalidArgument when `image` was not made for `config` (patch and merge size, two frames,
 // grid a multiple of the merge size, value count); OutOfRange above `maxPatches` patches.

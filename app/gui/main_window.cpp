@@ -333,7 +333,7 @@ void MainWindow::onOpenUrl() {
 }
 
 void MainWindow::runDemo() {
-    if (m_runner->isRunning()) return;
+    if (m_runner->isRunning() || m_loadingBar->isVisible()) return;
     Result<DemoProject> demo = prepareDemoProject(std::nullopt);
     if (!demo) return showError(tr("Demo"), QString::fromStdString(demo.status().message()));
     m_demo = std::move(*demo);
@@ -343,7 +343,8 @@ void MainWindow::runDemo() {
 }
 
 void MainWindow::onStartRequested(const QString& instruction, const QString& targetPath) {
-    if (m_runner->isRunning()) return;
+    // A model still loading will start its session: a second start would load it again.
+    if (m_runner->isRunning() || m_loadingBar->isVisible()) return;
     if (instruction.trimmed().isEmpty())
         return m_agentPanel->showError(tr("Write an instruction first."));
 

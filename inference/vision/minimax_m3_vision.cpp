@@ -23,11 +23,9 @@ namespace {
 using kernels::TensorType;
 using vision::Linear;
 using vision::positiveInteger;
-using vision::rowMax;
 
-constexpr double kRopeTheta = 10000.0;     // the released config's rope_theta; not in the GGUF
-constexpr std::int64_t kRowChunk = 1024;   // rows of the MLP and projector scratch at a time
-constexpr std::int64_t kQueryChunk = 256;  // query rows of one attention task
+constexpr double kRopeTheta = 10000.0;    // the released config's rope_theta; not in the GGUF
+constexpr std::int64_t kRowChunk = 1024;  // rows of the MLP and projector scratch at a time
 constexpr std::int64_t kMinTokens = 8, kMaxTokens = 576;  // llama.cpp's image budget for M3
 
 struct Norm {
@@ -213,33 +211,8 @@ void MiniMaxM3Vision::rope(float* x, const std::vector<float>& cos, const std::v
 // transposed, (width, rows), so that both products are gemm calls with f32 "weights".
 void MiniMaxM3Vision::attention(const float* q, const float* k, const float* vt, float* out,
                                 std::int64_t rows, ThreadPool& pool) const {
-    const std::int64_t width = m_config.width, headDim = m_config.headDim;
-    const std::int64_t chunks = (rows + kQueryChunk - 1) / kQueryChunk;
-    const std::int64_t tasks = chunks * m_config.heads;
-    pool.parallelFor(tasks, 1, [&](std::int64_t first, std::int64_t last) {
-        std::vector<float> scores, inverseSums;
-        for (std::int64_t t = first; t < last; ++t) {
-            const std::int64_t q0 = (t / m_config.heads) * kQueryChunk;
-            const std::int64_t queries = std::min(kQueryChunk, rows - q0);
-            const std::int64_t column = (t % m_config.heads) * headDim;
-            scores.resize(std::size_t(rows * queries));
-            inverseSums.resize(std::size_t(queries));
-            kernels::gemm(precision(), TensorType::F32, k + column, width, headDim,
-                          q + q0 * width + column, width, queries, nullptr, scores.data(), rows, 0,
-                          rows);
-            for (std::int64_t i = 0; i < queries; ++i) {
-                float* row = scores.data() + i * rows;
-                inverseSums[std::size_t(i)] =
-                    1.0f / kernels::expShiftSum(row, rows, rowMax(row, rows));
-            }
-            float* o = out + q0 * width + column;
-            kernels::gemm(precision(), TensorType::F32, vt + column * rows, rows, rows,
-                          scores.data(), rows, queries, nullptr, o, width, 0, headDim);
-            for (std::int64_t i = 0; i < queries; ++i)
-                for (std::int64_t d = 0; d < headDim; ++d)
-                    o[i * width + d] *= inverseSums[std::size_t(i)];
-        }
-    });
+    vision::spanAttention(q, k, vt, out, rows, m_config.heads, m_config.headDim, {{0, rows}},
+                          precision(), pool);
 }
 
 Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,

@@ -27,11 +27,9 @@ using kernels::TensorType;
 using vision::Linear;
 using vision::optionalPositiveInteger;
 using vision::positiveInteger;
-using vision::rowMax;
 
 constexpr double kRopeTheta = 10000.0;       // fixed in Qwen2.5-VL's VisionRotaryEmbedding
 constexpr std::int64_t kMlpRowChunk = 1024;  // rows of the MLP's (rows x ffn) scratch at a time
-constexpr std::int64_t kQueryChunk = 256;    // query rows of one full-attention task
 
 struct Block {
     const float* norm1 = nullptr;
@@ -216,48 +214,9 @@ void Qwen25VlVision::rope(float* x, const Layout& layout, std::int64_t rows,
 void Qwen25VlVision::attention(const float* q, const float* k, const float* vt, float* out,
                                std::int64_t rows, bool full, const Layout& layout,
                                ThreadPool& pool) const {
-    struct Task {
-        std::int64_t keyBegin, keyEnd, queryBegin, queryEnd, head;
-    };
-    const std::int64_t width = m_config.width, headDim = m_config.headDim;
-    std::vector<std::pair<std::int64_t, std::int64_t>> spans;
-    if (full)
-        spans.emplace_back(0, rows);
-    else
-        spans = layout.windows;
-    std::vector<Task> tasks;
-    for (const auto& [begin, end] : spans) {
-        for (std::int64_t q0 = begin; q0 < end; q0 += kQueryChunk)
-            for (std::int64_t h = 0; h < m_config.heads; ++h)
-                tasks.push_back({begin, end, q0, std::min(end, q0 + kQueryChunk), h});
-    }
-    pool.parallelFor(std::int64_t(tasks.size()), 1, [&](std::int64_t first, std::int64_t last) {
-        std::vector<float> scores, inverseSums;
-        for (std::int64_t t = first; t < last; ++t) {
-            const Task& task = tasks[std::size_t(t)];
-            const std::int64_t keys = task.keyEnd - task.keyBegin;
-            const std::int64_t queries = task.queryEnd - task.queryBegin;
-            scores.resize(std::size_t(keys * queries));
-            inverseSums.resize(std::size_t(queries));
-            const std::int64_t column = task.head * headDim;
-            kernels::gemm(precision(), TensorType::F32, k + task.keyBegin * width + column, width,
-                          headDim, q + task.queryBegin * width + column, width, queries, nullptr,
-                          scores.data(), keys, 0, keys);
-            for (std::int64_t i = 0; i < queries; ++i) {
-                float* row = scores.data() + i * keys;
-                inverseSums[std::size_t(i)] =
-                    1.0f / kernels::expShiftSum(row, keys, rowMax(row, keys));
-            }
-            // Unnormalised probabilities times v, then each output row divided by its sum:
-            // headDim multiplies per query instead of one per key.
-            float* o = out + task.queryBegin * width + column;
-            kernels::gemm(precision(), TensorType::F32, vt + column * rows + task.keyBegin, rows,
-                          keys, scores.data(), keys, queries, nullptr, o, width, 0, headDim);
-            for (std::int64_t i = 0; i < queries; ++i)
-                for (std::int64_t d = 0; d < headDim; ++d)
-                    o[i * width + d] *= inverseSums[std::size_t(i)];
-        }
-    });
+    const std::vector<std::pair<std::int64_t, std::int64_t>> whole{{0, rows}};
+    vision::spanAttention(q, k, vt, out, rows, m_config.heads, m_config.headDim,
+                          full ? whole : layout.windows, precision(), pool);
 }
 
 Status Qwen25VlVision::encode(const ImagePatches& image, ThreadPool& pool,

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <variant>
 
+#include "kernels/activation.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 
@@ -14,6 +15,7 @@ namespace {
 using kernels::TensorType;
 
 constexpr std::int64_t kQuantizedRowChunk = 1024;  // rows of 8-bit activations prepared at once
+constexpr std::int64_t kQueryChunk = 256;          // query rows of one attention task
 
 bool isFloatType(TensorType type) {
     return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
@@ -34,6 +36,21 @@ float elementAt(TensorType type, const std::byte* data, std::int64_t index) {
             return f;
         }
     }
+}
+
+// The largest of n floats, in eight independent chains: the compiler may not reorder a float
+// max reduction by itself, and full-attention rows are thousands of scores long.
+float rowMax(const float* x, std::int64_t n) {
+    float m[8];
+    for (float& v : m)
+        v = -INFINITY;
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l)
+            m[l] = std::max(m[l], x[j + l]);
+    for (; j < n; ++j)
+        m[0] = std::max(m[0], x[j]);
+    return *std::max_element(m, m + 8);
 }
 
 }  // namespace
@@ -231,17 +248,47 @@ Status checkImagePatches(const ImagePatches& image, const VisionConfig& c,
     return {};
 }
 
-float rowMax(const float* x, std::int64_t n) {
-    float m[8];
-    for (float& v : m)
-        v = -INFINITY;
-    std::int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; ++l)
-            m[l] = std::max(m[l], x[j + l]);
-    for (; j < n; ++j)
-        m[0] = std::max(m[0], x[j]);
-    return *std::max_element(m, m + 8);
+void spanAttention(const float* q, const float* k, const float* vt, float* out, std::int64_t rows,
+                   std::int64_t heads, std::int64_t headDim,
+                   const std::vector<std::pair<std::int64_t, std::int64_t>>& spans,
+                   kernels::GemmPrecision precision, ThreadPool& pool) {
+    struct Task {
+        std::int64_t keyBegin, keyEnd, queryBegin, queryEnd, head;
+    };
+    const std::int64_t width = heads * headDim;
+    std::vector<Task> tasks;
+    for (const auto& [begin, end] : spans) {
+        for (std::int64_t q0 = begin; q0 < end; q0 += kQueryChunk)
+            for (std::int64_t h = 0; h < heads; ++h)
+                tasks.push_back({begin, end, q0, std::min(end, q0 + kQueryChunk), h});
+    }
+    pool.parallelFor(std::int64_t(tasks.size()), 1, [&](std::int64_t first, std::int64_t last) {
+        std::vector<float> scores, inverseSums;
+        for (std::int64_t t = first; t < last; ++t) {
+            const Task& task = tasks[std::size_t(t)];
+            const std::int64_t keys = task.keyEnd - task.keyBegin;
+            const std::int64_t queries = task.queryEnd - task.queryBegin;
+            scores.resize(std::size_t(keys * queries));
+            inverseSums.resize(std::size_t(queries));
+            const std::int64_t column = task.head * headDim;
+            kernels::gemm(precision, TensorType::F32, k + task.keyBegin * width + column, width,
+                          headDim, q + task.queryBegin * width + column, width, queries, nullptr,
+                          scores.data(), keys, 0, keys);
+            for (std::int64_t i = 0; i < queries; ++i) {
+                float* row = scores.data() + i * keys;
+                inverseSums[std::size_t(i)] =
+                    1.0f / kernels::expShiftSum(row, keys, rowMax(row, keys));
+            }
+            // Unnormalised probabilities times v, then each output row divided by its sum:
+            // headDim multiplies per query instead of one per key.
+            float* o = out + task.queryBegin * width + column;
+            kernels::gemm(precision, TensorType::F32, vt + column * rows + task.keyBegin, rows,
+                          keys, scores.data(), keys, queries, nullptr, o, width, 0, headDim);
+            for (std::int64_t i = 0; i < queries; ++i)
+                for (std::int64_t d = 0; d < headDim; ++d)
+                    o[i * width + d] *= inverseSums[std::size_t(i)];
+        }
+    });
 }
 
 }  // namespace iris::inference::vision

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
@@ -78,8 +79,14 @@ Status readCommonConfig(const GgufFile& file, VisionConfig& c);
 Status checkImagePatches(const ImagePatches& image, const VisionConfig& config,
                          std::int64_t maxPatches);
 
-// The largest of n floats, in eight independent chains: the compiler may not reorder a float
-// max reduction by itself, and full-attention rows are thousands of scores long.
-float rowMax(const float* x, std::int64_t n);
+// Bidirectional multi-head attention in which the rows of each span [begin, end) attend to that
+// span only (Qwen2.5-VL's windows; one span of all rows for full attention). q and k are
+// rows x (heads x headDim) with the softmax scale already in q, vt is V transposed
+// ((heads x headDim) x rows), out is rows x (heads x headDim). Tasks of at most 256 queries of
+// one head run on the pool; their scratch is bounded by 256 x the longest span.
+void spanAttention(const float* q, const float* k, const float* vt, float* out, std::int64_t rows,
+                   std::int64_t heads, std::int64_t headDim,
+                   const std::vector<std::pair<std::int64_t, std::int64_t>>& spans,
+                   kernels::GemmPrecision precision, ThreadPool& pool);
 
 }  // namespace iris::inference::vision

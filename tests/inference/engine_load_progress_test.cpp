@@ -7,9 +7,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "inference/engine.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::inference {
@@ -20,8 +20,6 @@ namespace fs = std::filesystem;
 class EngineLoadProgressTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_load_progress_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
         testing::TinyModelSpec spec;
         spec.vocab = 288;
         spec.withTokenizer = true;
@@ -31,11 +29,8 @@ protected:
         spec.layers = 4;
         spec.weightType = kernels::TensorType::Q8_0;  // repacked on load
         m_bytes = testing::makeTinyModel(spec);
-        m_path = m_dir / "tiny.gguf";
-        std::ofstream(m_path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(m_bytes.data()), std::streamsize(m_bytes.size()));
+        m_path = m_scratch.write("tiny.gguf", m_bytes);
     }
-    void TearDown() override { fs::remove_all(m_dir); }
 
     // The weight bytes, summed from the tensor table without the engine.
     std::uint64_t weightBytes() const {
@@ -67,7 +62,7 @@ protected:
         }
     }
 
-    fs::path m_dir;
+    testing::ScratchDir m_scratch{"iris_load_progress"};
     fs::path m_path;
     std::vector<std::byte> m_bytes;
 };
@@ -113,7 +108,8 @@ TEST_F(EngineLoadProgressTest, NeverReachesOneWhenTheLoadFails) {
 
 TEST_F(EngineLoadProgressTest, ReportsNothingAfterAMissingFile) {
     std::vector<double> seen;
-    Result<std::unique_ptr<Engine>> engine = Engine::load(m_dir / "missing.gguf", recording(seen));
+    Result<std::unique_ptr<Engine>> engine =
+        Engine::load(m_scratch.path() / "missing.gguf", recording(seen));
     EXPECT_FALSE(engine);
     EXPECT_TRUE(seen.empty());
 }

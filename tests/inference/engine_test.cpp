@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "inference/gguf/gguf_writer.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::inference {
@@ -20,17 +20,8 @@ namespace fs = std::filesystem;
 
 class EngineTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_engine_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
-
     fs::path write(const std::string& name, const std::vector<std::byte>& bytes) {
-        const fs::path path = m_dir / name;
-        std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        return path;
+        return m_scratch.write(name, bytes);
     }
 
     static testing::TinyModelSpec spec() {
@@ -70,7 +61,7 @@ protected:
         return o;
     }
 
-    fs::path m_dir;
+    testing::ScratchDir m_scratch{"iris_engine"};
 };
 
 TEST_F(EngineTest, GreedyGenerationMatchesTheReferenceModel) {
@@ -179,7 +170,8 @@ TEST_F(EngineTest, RefusesAPromptLongerThanTheContext) {
 }
 
 TEST_F(EngineTest, LoadErrorsNameTheFileAndWhatIsWrong) {
-    const Result<std::unique_ptr<Engine>> missing = Engine::load(m_dir / "nope.gguf", {});
+    const Result<std::unique_ptr<Engine>> missing =
+        Engine::load(m_scratch.path() / "nope.gguf", {});
     EXPECT_EQ(missing.status().code(), StatusCode::IoError);
 
     GgufWriter unknown;

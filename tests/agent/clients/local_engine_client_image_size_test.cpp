@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "agent/clients/local_engine_client.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 #include "tests/inference/vision/tiny_mmproj.h"
 
@@ -40,8 +40,6 @@ inference::ImageSize referenceResize(int width, int height, double minPixels, do
 class LocalEngineClientImageSizeTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_client_size_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
         inference::testing::TinyModelSpec spec;
         spec.arch = "qwen2vl";
         spec.vocab = 288;
@@ -53,13 +51,8 @@ protected:
         projector.projection = 64;
         m_mmproj = write("mmproj.gguf", inference::testing::makeTinyMmproj(projector).bytes);
     }
-    void TearDown() override { fs::remove_all(m_dir); }
-
     fs::path write(const std::string& name, const std::vector<std::byte>& bytes) {
-        const fs::path path = m_dir / name;
-        std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        return path;
+        return m_scratch.write(name, bytes);
     }
 
     inference::EngineOptions options() const {
@@ -71,7 +64,8 @@ protected:
         return o;
     }
 
-    fs::path m_dir, m_model, m_mmproj;
+    inference::testing::ScratchDir m_scratch{"iris_client_size"};
+    fs::path m_model, m_mmproj;
 };
 
 struct Screen {

@@ -9,10 +9,10 @@
 #include <random>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "inference/engine.h"
 #include "inference/gguf/gguf_writer.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 #include "tests/inference/vision/tiny_mmproj.h"
 
@@ -64,17 +64,8 @@ RgbImage randomImage(int width, int height, unsigned seed) {
 
 class EngineImageTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_engine_image_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
-
     fs::path write(const std::string& name, const std::vector<std::byte>& bytes) {
-        const fs::path path = m_dir / name;
-        std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        return path;
+        return m_scratch.write(name, bytes);
     }
 
     static testing::TinyModelSpec spec() {
@@ -112,7 +103,7 @@ protected:
         return r;
     }
 
-    fs::path m_dir;
+    testing::ScratchDir m_scratch{"iris_engine_image"};
     fs::path m_model;
     int m_encodes = 0;
 };
@@ -414,7 +405,7 @@ TEST_F(EngineImageTest, ProjectorErrorsNameTheFilesAndWidths) {
                   "(clip.vision.projection_dim) but the language model is 64 wide "
                   "(embedding_length)");
 
-    options.mmprojPath = m_dir / "missing-mmproj.gguf";
+    options.mmprojPath = m_scratch.path() / "missing-mmproj.gguf";
     EXPECT_FALSE(Engine::load(model, options));
 }
 

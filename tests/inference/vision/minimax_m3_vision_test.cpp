@@ -14,13 +14,13 @@
 #include <span>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "inference/engine.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_preprocess.h"
 #include "inference/vision/vision_model.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/vision/tiny_m3_mmproj.h"
 
 namespace iris::inference {
@@ -566,17 +566,8 @@ TEST(MiniMaxM3VisionLoad, RejectsQuantisedWeightsByName) {
 
 class MiniMaxM3EngineImage : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_m3_image_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
-
     fs::path write(const std::string& name, const std::vector<std::byte>& bytes) {
-        const fs::path path = m_dir / name;
-        std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        return path;
+        return m_scratch.write(name, bytes);
     }
 
     static testing::M3Spec spec() {
@@ -596,7 +587,8 @@ protected:
         return Engine::load(m_model, options);
     }
 
-    fs::path m_dir, m_model;
+    testing::ScratchDir m_scratch{"iris_m3_image"};
+    fs::path m_model;
     TinyMmproj m_projector;
 };
 

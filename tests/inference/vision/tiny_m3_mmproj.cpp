@@ -40,27 +40,9 @@ TinyMmproj makeTinyM3Mmproj(const TinyM3MmprojOptions& o) {
                          float range) {
         if (name == o.omitTensor) return;
         if (name == o.misshapeTensor) shape.back() += 1;
-        std::int64_t count = 1;
-        for (std::int64_t d : shape)
-            count *= d;
-        std::uniform_real_distribution<float> dist(center - range, center + range);
-        std::vector<float> values(static_cast<std::size_t>(count));
-        for (float& v : values)
-            v = dist(rng);
         const kernels::TensorType type =
             shape.size() == 1 ? kernels::TensorType::F32 : o.matrixType;
-        const std::int64_t rowLength = shape[0], rowCount = count / rowLength;
-        const std::int64_t rowBytes = kernels::rowBytes(type, rowLength);
-        std::vector<std::byte> bytes(static_cast<std::size_t>(rowBytes * rowCount));
-        for (std::int64_t r = 0; r < rowCount; ++r) {
-            kernels::quantizeRow(type, values.data() + r * rowLength, bytes.data() + r * rowBytes,
-                                 rowLength);
-            kernels::dequantizeRow(type, bytes.data() + r * rowBytes, values.data() + r * rowLength,
-                                   rowLength);
-        }
-        const Status status = writer.addTensor(name, type, std::move(shape), bytes);
-        if (!status.isOk()) throw std::runtime_error(status.message());
-        result.weights[name] = std::move(values);
+        addRandomTensor(writer, result, rng, name, std::move(shape), type, center, range);
     };
     const std::int64_t c = o.width, p = o.patchSize, P = o.projection;
     const float patchRange = 2.0f / std::sqrt(float(3 * 2 * p * p));

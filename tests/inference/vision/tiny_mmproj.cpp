@@ -41,32 +41,13 @@ TinyMmproj makeTinyMmproj(const TinyMmprojOptions& o) {
                          float range, bool convolution = false) {
         if (name == o.omitTensor) return;
         if (name == o.misshapeTensor) shape.back() += 1;
-        std::int64_t count = 1;
-        for (std::int64_t d : shape)
-            count *= d;
-        std::uniform_real_distribution<float> dist(center - range, center + range);
-        std::vector<float> values(static_cast<std::size_t>(count));
-        for (float& v : values)
-            v = dist(rng);
         // Convolution kernels stay f16 in quantised files (rows of 14 are not whole blocks), as
         // llama.cpp keeps them.
         const bool quantised = kernels::tensorTypeInfo(o.matrixType).blockElements > 1;
         const kernels::TensorType type = shape.size() == 1          ? kernels::TensorType::F32
                                          : convolution && quantised ? kernels::TensorType::F16
                                                                     : o.matrixType;
-        const std::int64_t rowLength = shape[0];
-        const std::int64_t rowCount = count / rowLength;
-        const std::int64_t rowBytes = kernels::rowBytes(type, rowLength);
-        std::vector<std::byte> bytes(static_cast<std::size_t>(rowBytes * rowCount));
-        for (std::int64_t r = 0; r < rowCount; ++r) {
-            kernels::quantizeRow(type, values.data() + r * rowLength, bytes.data() + r * rowBytes,
-                                 rowLength);
-            kernels::dequantizeRow(type, bytes.data() + r * rowBytes, values.data() + r * rowLength,
-                                   rowLength);
-        }
-        const Status status = writer.addTensor(name, type, std::move(shape), bytes);
-        if (!status.isOk()) throw std::runtime_error(status.message());
-        result.weights[name] = std::move(values);
+        addRandomTensor(writer, result, rng, name, std::move(shape), type, center, range);
     };
     const std::int64_t c = o.width, p = o.patchSize;
     const float patchRange = 1.0f / std::sqrt(float(3 * 2 * p * p));
@@ -100,6 +81,30 @@ TinyMmproj makeTinyMmproj(const TinyMmprojOptions& o) {
     add("mm.2.bias", {o.projection}, 0.0f, 0.3f);
     result.bytes = writer.serialize();
     return result;
+}
+
+void addRandomTensor(GgufWriter& writer, TinyMmproj& mmproj, std::mt19937& rng,
+                     const std::string& name, std::vector<std::int64_t> shape,
+                     kernels::TensorType type, float center, float range) {
+    std::int64_t count = 1;
+    for (std::int64_t d : shape)
+        count *= d;
+    std::uniform_real_distribution<float> dist(center - range, center + range);
+    std::vector<float> values(static_cast<std::size_t>(count));
+    for (float& v : values)
+        v = dist(rng);
+    const std::int64_t rowLength = shape[0], rowCount = count / rowLength;
+    const std::int64_t rowBytes = kernels::rowBytes(type, rowLength);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(rowBytes * rowCount));
+    for (std::int64_t r = 0; r < rowCount; ++r) {
+        kernels::quantizeRow(type, values.data() + r * rowLength, bytes.data() + r * rowBytes,
+                             rowLength);
+        kernels::dequantizeRow(type, bytes.data() + r * rowBytes, values.data() + r * rowLength,
+                               rowLength);
+    }
+    const Status status = writer.addTensor(name, type, std::move(shape), bytes);
+    if (!status.isOk()) throw std::runtime_error(status.message());
+    mmproj.weights[name] = std::move(values);
 }
 
 }  // namespace iris::inference::testing

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "inference/gguf/gguf_writer.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::inference::testing {
@@ -37,5 +39,12 @@ struct TinyMmproj {
 };
 
 TinyMmproj makeTinyMmproj(const TinyMmprojOptions& options);
+
+// Adds `name` to `writer`: values drawn uniformly from [center - range, center + range] by `rng`
+// in ggml (flat) order, stored as `type`; `mmproj.weights` keeps the values the file then holds
+// (after rounding to the type), which is what a reference must compute with.
+void addRandomTensor(GgufWriter& writer, TinyMmproj& mmproj, std::mt19937& rng,
+                     const std::string& name, std::vector<std::int64_t> shape,
+                     kernels::TensorType type, float center, float range);
 
 }  // namespace iris::inference::testing

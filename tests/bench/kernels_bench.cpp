@@ -52,6 +52,42 @@ void shapes(benchmark::internal::Benchmark* b) {
     b->Args({1, 896})->Args({512, 896})->Args({4096, 4096});
 }
 
+// Random W (n x k rows of `type`) and m activation rows prepared for it, with room for y.
+struct MatmulOperands {
+    std::vector<std::byte> w, prepared;
+    std::vector<float> y;
+};
+
+MatmulOperands makeMatmulOperands(iris::kernels::TensorType type, std::int64_t n, std::int64_t k,
+                                  std::int64_t m) {
+    using namespace iris::kernels;
+    MatmulOperands o;
+    std::vector<float> raw(std::size_t(k), 0.0f);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    o.w.resize(std::size_t(rowBytes(type, k) * n));
+    for (std::int64_t r = 0; r < n; ++r) {
+        for (float& v : raw)
+            v = normal(rng);
+        quantizeRow(type, raw.data(), o.w.data() + r * rowBytes(type, k), k);
+    }
+    std::vector<float> x(std::size_t(m * k), 0.0f);
+    for (float& v : x)
+        v = normal(rng);
+    o.prepared.resize(std::size_t(preparedRowBytes(type, k) * m));
+    prepareActivations(type, x.data(), k, m, k, o.prepared.data());
+    o.y.assign(std::size_t(m * n), 0.0f);
+    return o;
+}
+
+// bytes/s counts `weightBytes` per iteration; GFLOP/s the 2 m n k of the product.
+void setMatmulCounters(benchmark::State& state, std::size_t weightBytes) {
+    const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
+    state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(weightBytes));
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 // One linear layer, y = x W^T, with W (n x k) in `type`: m = 1 is a decode step (bound by reading
 // W: compare bytes/s with the machine's bandwidth), m = 64 a prefill chunk (bound by arithmetic).
 void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa isa) {
@@ -61,20 +97,7 @@ void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa
         return;
     }
     const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
-    std::vector<float> raw(std::size_t(k), 0.0f);
-    std::mt19937 rng(1);
-    std::normal_distribution<float> normal(0.0f, 0.02f);
-    std::vector<std::byte> w(std::size_t(rowBytes(type, k) * n));
-    for (std::int64_t r = 0; r < n; ++r) {
-        for (float& v : raw)
-            v = normal(rng);
-        quantizeRow(type, raw.data(), w.data() + r * rowBytes(type, k), k);
-    }
-    std::vector<float> x(std::size_t(m * k), 0.0f), y(std::size_t(m * n), 0.0f);
-    for (float& v : x)
-        v = normal(rng);
-    std::vector<std::byte> prepared(std::size_t(preparedRowBytes(type, k) * m));
-    prepareActivations(type, x.data(), k, m, k, prepared.data());
+    MatmulOperands o = makeMatmulOperands(type, n, k, m);
     cpu::MatmulFn fn = isa == CpuIsa::Scalar ? cpu::matmulScalar(type)
 #if defined(IRIS_KERNELS_X86)
                        : isa == CpuIsa::Avx2 ? cpu::matmulAvx2(type)
@@ -83,12 +106,10 @@ void benchMatmul(benchmark::State& state, iris::kernels::TensorType type, CpuIsa
                                              : nullptr;
 #endif
     for (auto _ : state) {
-        fn(w.data(), k, prepared.data(), m, y.data(), n, 0, n);
-        benchmark::DoNotOptimize(y.data());
+        fn(o.w.data(), k, o.prepared.data(), m, o.y.data(), n, 0, n);
+        benchmark::DoNotOptimize(o.y.data());
     }
-    state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(w.size()));
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    setMatmulCounters(state, o.w.size());
 }
 
 // As benchMatmul, on the packed K layout (kernels::packWeights) of the same weights; bytes/s
@@ -100,35 +121,20 @@ void benchMatmulPackedK(benchmark::State& state, iris::kernels::TensorType type,
         return;
     }
     const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
-    std::vector<float> raw(std::size_t(k), 0.0f);
-    std::mt19937 rng(1);
-    std::normal_distribution<float> normal(0.0f, 0.02f);
-    std::vector<std::byte> w(std::size_t(rowBytes(type, k) * n));
-    for (std::int64_t r = 0; r < n; ++r) {
-        for (float& v : raw)
-            v = normal(rng);
-        quantizeRow(type, raw.data(), w.data() + r * rowBytes(type, k), k);
-    }
+    MatmulOperands o = makeMatmulOperands(type, n, k, m);
     std::vector<std::byte> packed(
         std::size_t((n + 15) / 16 * (k / 256) * cpu::packedKSuperBlockBytes(type)));
-    packWeights(type, w.data(), n, k, packed.data());
-    std::vector<float> x(std::size_t(m * k), 0.0f), y(std::size_t(m * n), 0.0f);
-    for (float& v : x)
-        v = normal(rng);
-    std::vector<std::byte> prepared(std::size_t(preparedRowBytes(type, k) * m));
-    prepareActivations(type, x.data(), k, m, k, prepared.data());
+    packWeights(type, o.w.data(), n, k, packed.data());
     cpu::PackedKMatmulFn fn = cpu::matmulPackedKScalar;
 #if defined(IRIS_KERNELS_X86)
     if (isa == CpuIsa::Avx2) fn = cpu::matmulPackedKAvx2;
     if (isa == CpuIsa::Avx512) fn = cpu::matmulPackedKAvx512;
 #endif
     for (auto _ : state) {
-        fn(type, packed.data(), k, prepared.data(), m, y.data(), n, 0, n);
-        benchmark::DoNotOptimize(y.data());
+        fn(type, packed.data(), k, o.prepared.data(), m, o.y.data(), n, 0, n);
+        benchmark::DoNotOptimize(o.y.data());
     }
-    state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(packed.size()));
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        double(2 * m * n * k) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    setMatmulCounters(state, packed.size());
 }
 
 // Qwen2.5-0.5B's FFN down projection: 896 x 4864 (decode, and a 64-token prefill chunk). Its rows

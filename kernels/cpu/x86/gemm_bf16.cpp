@@ -24,10 +24,10 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 
 #include <immintrin.h>
 
+#include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/gemm_internal.h"
 
 namespace iris::kernels::cpu {
@@ -48,35 +48,6 @@ struct alignas(64) TileConfig {
     std::uint8_t reserved[14] = {};
     std::uint16_t columnBytes[16] = {};
     std::uint8_t rows[16] = {};
-};
-
-// A growable 64-byte aligned buffer of bf16 values, one per thread and use.
-class Bf16Buffer {
-public:
-    Bf16Buffer() = default;
-    Bf16Buffer(const Bf16Buffer&) = delete;
-    Bf16Buffer& operator=(const Bf16Buffer&) = delete;
-    ~Bf16Buffer() { release(); }
-
-    std::uint16_t* get(std::size_t values) {
-        if (values > m_size) {
-            release();
-            m_data =
-                static_cast<std::uint16_t*>(::operator new(values * sizeof(std::uint16_t), kAlign));
-            m_size = values;
-        }
-        return m_data;
-    }
-
-private:
-    static constexpr std::align_val_t kAlign{64};
-    void release() {
-        if (m_data != nullptr) ::operator delete(m_data, kAlign);
-        m_data = nullptr;
-        m_size = 0;
-    }
-    std::uint16_t* m_data = nullptr;
-    std::size_t m_size = 0;
 };
 
 enum class WeightKind { F32, F16, BF16 };
@@ -224,7 +195,7 @@ Operands convertOperands(const void* w, std::ptrdiff_t wStride, std::int64_t k, 
     ops.pairs = (nEnd - nBegin + 2 * kTileCols - 1) / (2 * kTileCols);
     ops.blockRows = std::clamp<std::int64_t>(
         kRowBlockBytes / std::max<std::int64_t>(1, ops.kPadded * 2) / 32 * 32, 32, 512);
-    thread_local Bf16Buffer weightBuffer, rowBuffer;
+    thread_local AlignedBuffer<std::uint16_t> weightBuffer, rowBuffer;  // bf16 values
     std::uint16_t* packedW = weightBuffer.get(
         std::size_t(std::max<std::int64_t>(1, 2 * ops.pairs * ops.kBlocks * kTileValues)));
     ops.x = rowBuffer.get(std::size_t(

@@ -25,10 +25,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 
 #include <immintrin.h>
 
+#include "kernels/cpu/aligned_buffer.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::kernels::cpu {
@@ -48,37 +48,9 @@ constexpr std::int64_t kNcFewRows = 256;
 constexpr std::int64_t kNcManyRows = 4096;
 constexpr std::int64_t kManyRows = 2048;
 
-// A growable 64-byte aligned buffer, one per thread: gemm stays reentrant and threads working on
-// disjoint column ranges never share packing space.
-class PackBuffer {
-public:
-    PackBuffer() = default;
-    PackBuffer(const PackBuffer&) = delete;
-    PackBuffer& operator=(const PackBuffer&) = delete;
-    ~PackBuffer() { release(); }
-
-    float* get(std::size_t floats) {
-        if (floats > m_size) {
-            release();
-            m_data = static_cast<float*>(::operator new(floats * sizeof(float), kAlign));
-            m_size = floats;
-        }
-        return m_data;
-    }
-
-private:
-    static constexpr std::align_val_t kAlign{64};
-    void release() {
-        if (m_data != nullptr) ::operator delete(m_data, kAlign);
-        m_data = nullptr;
-        m_size = 0;
-    }
-    float* m_data = nullptr;
-    std::size_t m_size = 0;
-};
-
+// The packing space of this thread (aligned_buffer.h).
 float* packBuffer(std::size_t floats) {
-    thread_local PackBuffer buffer;
+    thread_local AlignedBuffer<float> buffer;
     return buffer.get(floats);
 }
 

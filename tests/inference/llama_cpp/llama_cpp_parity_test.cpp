@@ -24,7 +24,7 @@
 #include "inference/engine.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/models/model.h"
-#include "inference/sha256.h"
+#include "tests/inference/llama_cpp/parity_checks.h"
 #include "tests/inference/llama_cpp/parity_models.h"
 
 namespace iris::inference {
@@ -32,8 +32,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using kernels::TensorType;
+using testing::recordedSha256;
+using testing::relativeError;
+using testing::sha256Hex;
 
-const fs::path kFixtures = fs::path(IRIS_SOURCE_ROOT) / "tests/inference/llama_cpp/fixtures";
+const fs::path& kFixtures = testing::kParityFixtures;
 
 // What the driver printed: "# vocab V tokens N kv f16", "# ids ...", one row of V logits per id,
 // "# greedy ..." (the ids greedy decoding chose after the prompt, one llama_decode each) and
@@ -120,19 +123,6 @@ double maxAbs(const std::vector<float>& v) {
     return m;
 }
 
-// max |got - want| / max |want|
-template <class A, class B>
-double relativeError(const std::vector<A>& got, const std::vector<B>& want) {
-    EXPECT_EQ(got.size(), want.size());
-    if (got.size() != want.size() || want.empty()) return 1e9;
-    double diff = 0, ref = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        diff = std::max(diff, std::fabs(double(got[i]) - double(want[i])));
-        ref = std::max(ref, std::fabs(double(want[i])));
-    }
-    return diff / ref;
-}
-
 // Logits within `tolerance` (relative to llama.cpp's largest |logit|), and the same greedy next
 // token at every position except near-ties: where llama.cpp's top-2 margin is below twice the
 // tolerated difference, either engine's choice is as good (llama.cpp's own Q4_K_M and Q8_0
@@ -201,20 +191,6 @@ void expectSameGreedy(const fs::path& path, const LlamaLogits& want, double tie)
         }
         EXPECT_EQ(result->tokens[i], want.greedy[i]) << path.filename() << ": greedy step " << i;
     }
-}
-
-std::string sha256Hex(std::span<const std::byte> bytes) {
-    return toHex(
-        Sha256::hash(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size())));
-}
-
-// The digest fixtures/sources.sha256 lists for `name` (sha256sum's format).
-std::string recordedSha256(const std::string& name) {
-    std::ifstream in(kFixtures / "sources.sha256");
-    for (std::string digest, file; in >> digest >> file;) {
-        if (fs::path(file).filename() == name) return digest;
-    }
-    return "";
 }
 
 std::int64_t tensorsOfType(const GgufFile& file, TensorType type) {
@@ -288,7 +264,7 @@ INSTANTIATE_TEST_SUITE_P(Qwen2, LlamaCppQuantized,
 // A model regenerated from its spec, checked to be byte for byte the file llama.cpp read, and
 // written where the engine can load it.
 fs::path regenerated(const std::vector<std::byte>& bytes, const std::string& name) {
-    EXPECT_EQ(sha256Hex(bytes), recordedSha256(name))
+    EXPECT_EQ(sha256Hex(bytes), recordedSha256("sources.sha256", name))
         << name << ": the regenerated model is not the file llama.cpp computed the fixture from";
     const fs::path path = fs::path(IRIS_TEST_ARTIFACTS) / ("llama_cpp_parity_" + name);
     std::ofstream out(path, std::ios::binary);

@@ -28,11 +28,11 @@
 
 #include "inference/gguf/gguf_file.h"
 #include "inference/gguf/gguf_writer.h"
-#include "inference/sha256.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_preprocess.h"
 #include "inference/vision/vision_model.h"
 #include "kernels/quant.h"
+#include "tests/inference/llama_cpp/parity_checks.h"
 #include "tests/inference/llama_cpp/vision_parity_models.h"
 
 namespace iris::inference {
@@ -41,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace testing;
 
-const fs::path kFixtures = fs::path(IRIS_SOURCE_ROOT) / "tests/inference/llama_cpp/fixtures";
+const fs::path& kFixtures = testing::kParityFixtures;
 
 // One image as the driver printed it: "# image FILE width W height H", "# tokens N embd E nx NX
 // ny NY" (NX x NY merged tokens), then N rows of E floats.
@@ -78,27 +78,6 @@ std::map<std::string, LlamaImage> readEmbeddings(const fs::path& path) {
     for (const auto& [file, image] : images)
         EXPECT_EQ(std::int64_t(image.embeddings.size()), image.tokens * image.embd) << file;
     return images;
-}
-
-std::map<std::string, std::string> readDigests(const fs::path& path) {
-    std::map<std::string, std::string> digests;
-    std::ifstream in(path);
-    EXPECT_TRUE(in) << "cannot read " << path;
-    for (std::string digest, file; in >> digest >> file;)
-        digests[file] = digest;
-    return digests;
-}
-
-// max |got - want| / max |want|
-double relativeError(const std::vector<float>& got, const std::vector<float>& want) {
-    EXPECT_EQ(got.size(), want.size());
-    if (got.size() != want.size() || want.empty()) return 1e9;
-    double diff = 0, ref = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        diff = std::max(diff, std::fabs(double(got[i]) - double(want[i])));
-        ref = std::max(ref, std::fabs(double(want[i])));
-    }
-    return diff / ref;
 }
 
 // The preprocessing Engine::imageOptions() gives the tower (EngineOptions' defaults).
@@ -180,12 +159,9 @@ struct ProjectorCase {
 };
 
 void runParity(const ProjectorCase& pc) {
-    const std::map<std::string, std::string> digests =
-        readDigests(kFixtures / "vision-sources.sha256");
-    ASSERT_TRUE(digests.contains(pc.mmproj)) << pc.mmproj << " not in vision-sources.sha256";
-    const std::string digest = toHex(Sha256::hash(
-        std::span(reinterpret_cast<const std::uint8_t*>(pc.bytes.data()), pc.bytes.size())));
-    ASSERT_EQ(digest, digests.at(pc.mmproj))
+    const std::string recorded = recordedSha256("vision-sources.sha256", pc.mmproj);
+    ASSERT_FALSE(recorded.empty()) << pc.mmproj << " not in vision-sources.sha256";
+    ASSERT_EQ(sha256Hex(pc.bytes), recorded)
         << pc.mmproj << " is not the file llama.cpp read: remake the fixtures (README.md)";
 
     Result<GgufFile> file = GgufFile::parse(std::span<const std::byte>(pc.bytes), pc.mmproj);

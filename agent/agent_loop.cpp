@@ -6,15 +6,10 @@
 
 #include "agent/image_codec.h"
 #include "agent/prompt_builder.h"
+#include "base/clock.h"
 
 namespace iris::agent {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double millisecondsSince(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 std::string formatScore(double score) {
     char text[16];

@@ -6,7 +6,7 @@
 
 #include "agent/actions/action.h"
 #include "agent/observation.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -8,7 +8,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include "agent/clients/chat.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -4,19 +4,14 @@
 #include <cctype>
 #include <string_view>
 
+#include "base/strings.h"
+
 namespace iris::agent {
 namespace {
 
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return out;
-}
-
 bool hasKey(const std::vector<std::string>& keys, std::string_view key) {
     return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) {
-        const std::string name = lower(k);
+        const std::string name = asciiLower(k);
         if (key == "ctrl") return name == "ctrl" || name == "control" || name == "ctrlleft";
         if (key == "alt") return name == "alt" || name == "altleft" || name == "option";
         if (key == "win")
@@ -42,7 +37,7 @@ std::string dangerousUrl(std::string_view url, std::string_view projectUrl) {
     if (!projectUrl.empty() && url.starts_with(projectUrl) &&
         url.find("..") == std::string_view::npos)
         return {};
-    const std::string u = lower(url);
+    const std::string u = asciiLower(url);
     for (std::string_view scheme : {"javascript:", "data:", "chrome:", "chrome-extension:",
                                     "view-source:", "devtools:", "file:"}) {
         if (u.starts_with(scheme))

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::inference {
 

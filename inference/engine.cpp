@@ -6,12 +6,10 @@
 #include <span>
 #include <system_error>
 
+#include "base/clock.h"
+
 namespace iris::inference {
 namespace {
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // EngineOptions::onLoadProgress in bytes of work; reports only when the per-mille value rises,
 // so that a caller posting each report to a GUI thread is not flooded.
@@ -412,7 +410,7 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     truncate(shared);
     result.reusedTokens = std::int64_t(shared);
 
-    auto start = std::chrono::steady_clock::now();
+    auto start = Clock::now();
     // Embeddings of the images that are not wholly in the reused prefix.
     std::vector<std::shared_ptr<const std::vector<float>>> embeddings(request.images.size());
     std::vector<const float*> inject(items.size(), nullptr);
@@ -421,7 +419,7 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
         if (imageOf[i] < 0) continue;
         auto& held = embeddings[std::size_t(imageOf[i])];
         if (held == nullptr) {
-            const auto encodeStart = std::chrono::steady_clock::now();
+            const auto encodeStart = Clock::now();
             bool encoded = false;
             Result<std::shared_ptr<const std::vector<float>>> got =
                 m_engine.imageEmbeddings(*request.images[std::size_t(imageOf[i])].image, &encoded);
@@ -440,7 +438,7 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
              std::span(nextPositions).subspan(shared), std::span(inject).subspan(shared), logits));
     result.prefillSeconds = secondsSince(start);
 
-    start = std::chrono::steady_clock::now();
+    start = Clock::now();
     Sampler sampler(request.sampling);
     TokenDecoder decoder(tokenizer);
     std::vector<std::int32_t> history = request.prompt;

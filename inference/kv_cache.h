@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "inference/status.h"
+#include "base/status.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::inference {

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::inference {
 

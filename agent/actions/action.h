@@ -11,7 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -9,7 +9,7 @@
 
 #include "agent/actions/action.h"
 #include "agent/clients/chat.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::agent::detail {
 namespace {
@@ -20,7 +20,7 @@ std::string formatNumber(double value) {
 // Length of the valid UTF-8 sequence at text[i], or 0 when there is none.
 std::size_t utf8SequenceLength(std::string_view text, std::size_t i) {
     if (static_cast<unsigned char>(text[i]) < 0x80) return 1;
-    const inference::utf8::Decoded decoded = inference::utf8::decodeAt(text, i);
+    const utf8::Decoded decoded = utf8::decodeAt(text, i);
     return decoded.valid ? decoded.length : 0;
 }
 
@@ -74,7 +74,7 @@ Result<Point> mapPoint(double x, double y, const ParseOptions& options) {
 }
 
 std::string toValidUtf8(std::string_view text) {
-    return inference::utf8::repair(text);
+    return utf8::repair(text);
 }
 
 std::string snippet(std::string_view text, std::size_t maxBytes) {

@@ -11,6 +11,8 @@
 
 #include "agent/actions/key_names.h"
 #include "agent/actions/parse_common.h"
+#include "base/strings.h"
+#include "base/utf8.h"
 
 namespace iris::agent::detail {
 namespace {
@@ -35,33 +37,6 @@ bool isDigit(char c) {
 }
 bool isNameChar(char c) {
     return isNameStart(c) || isDigit(c);
-}
-
-void appendUtf8(std::string& out, unsigned long codePoint) {
-    if (codePoint >= 0xd800 && codePoint <= 0xdfff) codePoint = 0xfffd;
-    if (codePoint > 0x10ffff) codePoint = 0xfffd;
-    if (codePoint < 0x80) {
-        out += static_cast<char>(codePoint);
-    } else if (codePoint < 0x800) {
-        out += static_cast<char>(0xc0 | (codePoint >> 6));
-        out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    } else if (codePoint < 0x10000) {
-        out += static_cast<char>(0xe0 | (codePoint >> 12));
-        out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (codePoint >> 18));
-        out += static_cast<char>(0x80 | ((codePoint >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (codePoint & 0x3f));
-    }
-}
-
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
 }
 
 // Python's tokenizer, reduced: names, numbers, string literals (all quote styles, escapes, r/b/u
@@ -132,9 +107,7 @@ public:
 
 private:
     static bool isStringPrefix(std::string_view name) {
-        std::string lower(name);
-        for (char& ch : lower)
-            ch = static_cast<char>(ch | 0x20);
+        const std::string lower = asciiLower(name);
         return lower == "r" || lower == "u" || lower == "b" || lower == "rb" || lower == "br" ||
                lower == "f" || lower == "fr" || lower == "rf";
     }
@@ -159,8 +132,8 @@ private:
             end += 2;
             double value = 0;
             std::size_t count = 0;
-            while (end < m_text.size() && (hexValue(m_text[end]) >= 0 || m_text[end] == '_')) {
-                if (m_text[end] != '_') value = value * 16 + hexValue(m_text[end]);
+            while (end < m_text.size() && (hexDigitValue(m_text[end]) >= 0 || m_text[end] == '_')) {
+                if (m_text[end] != '_') value = value * 16 + hexDigitValue(m_text[end]);
                 ++end;
                 ++count;
             }
@@ -263,7 +236,7 @@ private:
         const auto hex = [&](int count) -> Result<unsigned long> {
             unsigned long codePoint = 0;
             for (int i = 0; i < count; ++i) {
-                const int digit = m_pos < m_text.size() ? hexValue(m_text[m_pos]) : -1;
+                const int digit = m_pos < m_text.size() ? hexDigitValue(m_text[m_pos]) : -1;
                 if (digit < 0) return error("malformed \\x, \\u or \\U escape in a string");
                 codePoint = codePoint * 16 + static_cast<unsigned long>(digit);
                 ++m_pos;
@@ -307,14 +280,14 @@ private:
             case 'x': {
                 Result<unsigned long> code = hex(2);
                 if (!code) return code.status();
-                appendUtf8(value, *code);
+                utf8::append(value, static_cast<char32_t>(std::min(*code, 0x110000UL)));
                 return Status::ok();
             }
             case 'u':
             case 'U': {
                 Result<unsigned long> code = hex(e == 'u' ? 4 : 8);
                 if (!code) return code.status();
-                appendUtf8(value, *code);
+                utf8::append(value, static_cast<char32_t>(std::min(*code, 0x110000UL)));
                 return Status::ok();
             }
             case 'N':
@@ -326,7 +299,7 @@ private:
                                     m_text[m_pos] <= '7';
                          ++i)
                         code = code * 8 + static_cast<unsigned long>(m_text[m_pos++] - '0');
-                    appendUtf8(value, code);
+                    utf8::append(value, static_cast<char32_t>(code));
                     return Status::ok();
                 }
                 // Python keeps unknown escapes as they are.

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

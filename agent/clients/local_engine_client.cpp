@@ -4,15 +4,10 @@
 #include <chrono>
 
 #include "agent/clients/openai_protocol.h"
+#include "base/clock.h"
 
 namespace iris::agent {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
-    return std::chrono::duration<double, std::milli>(to - from).count();
-}
 
 // How many bytes at the end of `text` could still become the start of a stop string: they are
 // held back from the stream until the next token decides.

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "agent/clients/chat.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/vision/image_preprocess.h"
 
 namespace iris::agent {

@@ -13,19 +13,14 @@
 
 #include "agent/clients/openai_protocol.h"
 #include "agent/clients/sse_parser.h"
+#include "base/clock.h"
 
 namespace iris::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::size_t kErrorBodyLimit = 64 * 1024;  // what is kept of a non-2xx body
 constexpr std::size_t kErrorExcerpt = 300;          // what of it goes into the message
 constexpr int kPollMs = 50;                         // the longest a cancel waits to be seen
-
-double millisecondsSince(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 bool equalsIgnoringCase(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

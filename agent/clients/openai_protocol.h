@@ -10,7 +10,7 @@
 
 #include "agent/clients/chat.h"
 #include "agent/clients/sse_parser.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

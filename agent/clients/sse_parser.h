@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -25,7 +25,7 @@
 
 #include "agent/eval/page_blocks.h"
 #include "agent/eval/task.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent::eval {
 

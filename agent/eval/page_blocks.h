@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent::eval {
 

@@ -4,6 +4,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/utf8.h"
+
 namespace iris::agent::eval {
 namespace {
 
@@ -104,46 +106,9 @@ double ratioOf(const Seq& a, const Seq& b) {
 
 }  // namespace
 
-std::u32string decodeUtf8(std::string_view text) {
-    std::u32string out;
-    out.reserve(text.size());
-    size_t i = 0;
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-    while (i < text.size()) {
-        const unsigned c = byte(i);
-        size_t len = 0;
-        char32_t cp = 0;
-        if (c < 0x80) {
-            len = 1;
-            cp = c;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4;
-            cp = c & 0x07;
-        }
-        bool ok = len > 0 && i + len <= text.size();
-        for (size_t k = 1; ok && k < len; ++k) {
-            if ((byte(i + k) & 0xC0) != 0x80) ok = false;
-            cp = (cp << 6) | (byte(i + k) & 0x3F);
-        }
-        if (!ok) {
-            out.push_back(U'\uFFFD');
-            ++i;
-            continue;
-        }
-        out.push_back(cp);
-        i += len;
-    }
-    return out;
-}
 
 double sequenceMatcherRatio(std::string_view a, std::string_view b) {
-    return ratioOf(decodeUtf8(a), decodeUtf8(b));
+    return ratioOf(utf8::decodeLossy(a), utf8::decodeLossy(b));
 }
 
 double sequenceMatcherRatio(const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -151,7 +116,7 @@ double sequenceMatcherRatio(const std::vector<std::string>& a, const std::vector
 }
 
 double fuzzRatio(std::string_view a, std::string_view b) {
-    const std::u32string x = decodeUtf8(a), y = decodeUtf8(b);
+    const std::u32string x = utf8::decodeLossy(a), y = utf8::decodeLossy(b);
     const size_t total = x.size() + y.size();
     if (total == 0) return 1.0;
     // Longest common subsequence, two rows.

@@ -8,9 +8,6 @@
 
 namespace iris::agent::eval {
 
-// Code points of UTF-8 text; invalid bytes become U+FFFD each.
-std::u32string decodeUtf8(std::string_view text);
-
 // difflib.SequenceMatcher(None, a, b).ratio(): 2 M / (|a| + |b|), M the matched elements of
 // difflib's longest-match recursion (autojunk on for sequences of 200+ elements); 1 when both
 // empty.

@@ -5,21 +5,10 @@
 #include <regex>
 #include <set>
 
+#include "base/strings.h"
+
 namespace iris::agent::eval {
 namespace {
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
-
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
 std::vector<std::string> split(std::string_view s, char sep) {
     std::vector<std::string> out;
@@ -52,7 +41,7 @@ UrlParts parseUrl(std::string_view url) {
             return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
         });
         if (valid) {
-            p.scheme = lower(std::string(rest.substr(0, colon)));
+            p.scheme = asciiLower(std::string(rest.substr(0, colon)));
             rest.remove_prefix(colon + 1);
         }
     }
@@ -105,9 +94,9 @@ std::string percentDecode(std::string_view text, bool plusIsSpace) {
         const char c = text[i];
         if (c == '+' && plusIsSpace) {
             out += ' ';
-        } else if (c == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 &&
-                   hexValue(text[i + 2]) >= 0) {
-            out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
+        } else if (c == '%' && i + 2 < text.size() && hexDigitValue(text[i + 1]) >= 0 &&
+                   hexDigitValue(text[i + 2]) >= 0) {
+            out += static_cast<char>(hexDigitValue(text[i + 1]) * 16 + hexDigitValue(text[i + 2]));
             i += 2;
         } else {
             out += c;
@@ -134,7 +123,7 @@ std::string normalizeUrlForCompare(std::string_view url) {
     std::string u(url);
     if (!std::regex_search(u, kHasScheme)) u = "http://" + u;
     UrlParts p = parseUrl(u);
-    std::string host = lower(p.netloc);
+    std::string host = asciiLower(p.netloc);
     if (const size_t at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);
     if (const size_t colon = host.rfind(':');
         colon != std::string::npos && host.find(']') == std::string::npos) {

@@ -3,12 +3,12 @@
 #include <limits>
 #include <span>
 
-#include "inference/sha256.h"
+#include "base/sha256.h"
 
 namespace iris::agent {
 
 std::string sha256Hex(std::span<const std::uint8_t> bytes) {
-    return inference::toHex(inference::Sha256::hash(bytes));
+    return toHex(Sha256::hash(bytes));
 }
 
 std::string toJsonText(const nlohmann::json& value) {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/clients/chat.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "agent/recording/recording_types.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -2,7 +2,7 @@
 // Where the loop puts what happened: one call per finished step (one SQLite transaction in the
 // session store, so a killed process loses at most the step in flight) and free-form events.
 #include "agent/recording/recording_types.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -14,7 +14,7 @@
 
 #include "agent/recording/recording_types.h"
 #include "agent/recording/redactor.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 struct sqlite3;
 

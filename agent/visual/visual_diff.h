@@ -7,7 +7,7 @@
 
 #include <opencv2/core/mat.hpp>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

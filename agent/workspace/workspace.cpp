@@ -10,7 +10,7 @@
 #include <variant>
 
 #include "agent/workspace/line_diff.h"
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::agent {
 namespace fs = std::filesystem;
@@ -71,7 +71,7 @@ Status checkText(std::string_view relative, std::string_view content, std::uintm
                                   " bytes is over the " + std::to_string(limit) +
                                   "-byte limit for a project file");
     }
-    if (auto bad = inference::utf8::firstInvalid(content)) {
+    if (auto bad = utf8::firstInvalid(content)) {
         return Status::invalidArgument(
             quotedPath(relative) + ": content is not valid UTF-8 at byte " + std::to_string(*bad));
     }
@@ -248,7 +248,7 @@ Result<std::string> Workspace::readFile(std::string_view path) const {
     Result<std::optional<std::string>> content = readExisting(*absolute, path);
     if (!content) return content.status();
     if (!content->has_value()) return Status::notFound(quotedPath(path) + ": no such file");
-    if (auto bad = inference::utf8::firstInvalid(**content)) {
+    if (auto bad = utf8::firstInvalid(**content)) {
         return Status::unsupported(quotedPath(path) +
                                    " is not UTF-8 text (invalid byte at offset " +
                                    std::to_string(*bad) + "); binary files cannot be read");

@@ -14,7 +14,7 @@
 
 #include "agent/actions/action.h"
 #include "agent/environment.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -16,7 +16,7 @@
 #include "agent/recording/recording_types.h"
 #include "agent/workspace/workspace.h"
 #include "app/cli/interrupt_watcher.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::app {
 

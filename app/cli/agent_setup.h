@@ -9,7 +9,7 @@
 
 #include "agent/clients/model_client.h"
 #include "app/cli/arguments.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 class QApplication;
 

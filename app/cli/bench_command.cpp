@@ -22,6 +22,7 @@
 #include "inference/engine.h"
 #include "inference/vision/image_preprocess.h"
 #include "inference/vision/vision_model.h"
+#include "base/clock.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 
@@ -42,12 +43,6 @@ constexpr OptionSpec kOptions[] = {
     {"json", "", false, "print one JSON object instead of text"},
     {"help", "h", false, "show this help"},
 };
-
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-}
 
 // Streaming read bandwidth over a buffer far larger than the caches, split across the pool's
 // threads, best of three passes. GB/s (10^9 bytes).
@@ -71,7 +66,7 @@ double measureReadBandwidth(inference::ThreadPool& pool) {
                 std::size_t(begin / std::max<std::int64_t>(1, end - begin)) % std::size_t(16);
             sums[slot] += acc[0] + acc[15];
         });
-        const double elapsed = seconds(start, Clock::now());
+        const double elapsed = secondsSince(start);
         best = std::max(best, double(kFloats * sizeof(float)) / elapsed / 1e9);
         if (sums[0] == -1.0f) std::puts("");  // keeps the sums alive
     }
@@ -170,7 +165,7 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
                     (config.patchSize * config.mergeSize);
     const auto preStart = Clock::now();
     Result<inference::ImagePatches> patches = inference::preprocessImage(*image, pre);
-    const double preprocessSeconds = seconds(preStart, Clock::now());
+    const double preprocessSeconds = secondsSince(preStart);
     if (!patches) {
         std::cerr << "iris bench: " << *imagePath << ": " << patches.status().message() << '\n';
         return 1;
@@ -184,7 +179,7 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
             std::cerr << "iris bench: " << s.message() << '\n';
             return 1;
         }
-        if (run > 0) best = std::min(best, seconds(start, Clock::now()));
+        if (run > 0) best = std::min(best, secondsSince(start));
     }
     const double flops = visionFlops(config, *patches);
     const double gflops = flops / best / 1e9;
@@ -304,7 +299,7 @@ int runBench(int argc, char** argv) {
             return 1;
         }
     }
-    const double prefillSeconds = seconds(prefillStart, Clock::now());
+    const double prefillSeconds = secondsSince(prefillStart);
 
     // Decode: n greedy steps from a fresh sequence, one token per forward pass (as llama-bench's
     // tg test: its numbers are comparable).
@@ -327,7 +322,7 @@ int runBench(int argc, char** argv) {
         }
         next = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
-    const double decodeSeconds = seconds(decodeStart, Clock::now());
+    const double decodeSeconds = secondsSince(decodeStart);
     const double bandwidth = measureReadBandwidth(engine.pool());
     const double prefillRate = double(*p) / prefillSeconds, decodeRate = double(*n) / decodeSeconds;
     const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);

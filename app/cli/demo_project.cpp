@@ -3,11 +3,11 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include <stdlib.h>
 
 #include "agent/image_codec.h"
 #include "agent/recording/chat_json.h"
 #include "app/cli/agent_setup.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app {
 namespace {
@@ -54,9 +54,9 @@ Result<fs::path> copyProject(const std::optional<fs::path>& requested, const fs:
         fs::create_directories(dir, error);
         if (error) return Status::ioError(dir.string() + ": " + error.message());
     } else {
-        std::string pattern = (fs::temp_directory_path() / "iris-demo-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) return Status::ioError("cannot create a folder in /tmp");
-        dir = pattern;
+        Result<fs::path> folder = makeTemporaryFolder("iris-demo");
+        if (!folder) return folder.status();
+        dir = *folder;
     }
     fs::copy(project, dir, fs::copy_options::recursive, error);
     if (error) {

@@ -10,7 +10,7 @@
 
 #include "agent/recording/recording_types.h"
 #include "app/cli/agent_session.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::app {
 

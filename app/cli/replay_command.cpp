@@ -6,7 +6,6 @@
 #include <iostream>
 
 #include <opencv2/core.hpp>
-#include <stdlib.h>
 
 #include <QApplication>
 
@@ -18,6 +17,7 @@
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app {
 namespace {
@@ -161,19 +161,20 @@ int runReplay(int argc, char** argv) {
     plan->loop.maxSteps =
         forking ? int(args->integer("max-steps", plan->loop.maxSteps).value()) : recordedSteps;
     if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
-        std::string pattern = (fs::temp_directory_path() / "iris-replay-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) return fail("cannot create a folder in /tmp");
+        Result<fs::path> folder = makeTemporaryFolder("iris-replay");
+        if (!folder) return fail(folder.status().message());
+        const std::string copy = folder->string();
         if (std::optional<std::string> project = args->value("project")) {
             // Does the page as it is now still behave as recorded?
             std::error_code error;
-            fs::copy(*project, pattern, fs::copy_options::recursive, error);
+            fs::copy(*project, copy, fs::copy_options::recursive, error);
             if (error) return fail("--project " + *project + ": " + error.message());
-        } else if (Status restored = restoreProjectFiles(recording->config, pattern);
+        } else if (Status restored = restoreProjectFiles(recording->config, copy);
                    !restored.isOk()) {
             return fail(restored.message());
         }
-        plan->environment.location = pattern;
-        std::cout << "project restored to " << pattern << '\n';
+        plan->environment.location = copy;
+        std::cout << "project restored to " << copy << '\n';
     }
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);

@@ -7,8 +7,6 @@
 #include <thread>
 #include <utility>
 
-#include <stdlib.h>
-
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -44,6 +42,7 @@
 #include "app/version.h"
 #include "kernels/cpu_features.h"
 #include "kernels/cuda_info.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app {
 namespace {
@@ -450,12 +449,11 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
     if (!plan) return showError(tr("Replay"), QString::fromStdString(plan.status().message()));
     plan->database = m_settings.databasePath.toStdString();
     if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
-        std::string folder = (fs::temp_directory_path() / "iris-replay-XXXXXX").string();
-        if (!mkdtemp(folder.data()))
-            return showError(tr("Replay"), tr("cannot create a folder in /tmp"));
-        if (Status restored = restoreProjectFiles(recording->config, folder); !restored.isOk())
+        Result<fs::path> folder = makeTemporaryFolder("iris-replay");
+        if (!folder) return showError(tr("Replay"), QString::fromStdString(folder.status().message()));
+        if (Status restored = restoreProjectFiles(recording->config, folder->string()); !restored.isOk())
             return showError(tr("Replay"), QString::fromStdString(restored.message()));
-        plan->environment.location = folder;
+        plan->environment.location = folder->string();
     }
     m_demo.reset();
     m_agentPanel->setInstruction(QString::fromStdString(recording->summary.instruction));

@@ -13,7 +13,7 @@
 
 #include "agent/recording/recording_types.h"
 #include "agent/recording/session_store.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 class QAction;
 class QComboBox;

@@ -10,7 +10,7 @@
 #include <QSize>
 #include <QString>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 class QSettings;
 

@@ -20,7 +20,7 @@
 
 #include "inference/gguf/gguf_value.h"
 #include "inference/mapped_file.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::inference {

@@ -13,7 +13,7 @@
 
 #include "inference/gguf/gguf_file.h"
 #include "inference/gguf/gguf_value.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::inference {

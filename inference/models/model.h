@@ -12,7 +12,7 @@
 
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/thread_pool.h"
 
 namespace iris::inference {

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::inference::byte_level {
 

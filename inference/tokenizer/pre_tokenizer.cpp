@@ -6,7 +6,7 @@
 
 #include <unicode/uchar.h>
 
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::inference {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "inference/tokenizer/tokenizer_data.h"
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::inference {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/tokenizer/pre_tokenizer.h"
 
 namespace iris::inference {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "inference/gguf/gguf_writer.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::inference {
 

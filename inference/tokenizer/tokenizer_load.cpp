@@ -10,7 +10,7 @@
 #include "inference/tokenizer/byte_level.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/tokenizer/tokenizer_data.h"
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::inference {
 

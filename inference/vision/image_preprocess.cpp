@@ -9,7 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "inference/sha256.h"
+#include "base/sha256.h"
 
 namespace iris::inference {
 namespace {

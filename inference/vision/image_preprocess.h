@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/vision/image_patches.h"
 
 namespace iris::inference {

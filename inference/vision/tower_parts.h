@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
 #include "inference/vision/vision_model.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
 #include "kernels/gemm.h"

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "inference/gguf/gguf_file.h"
-#include "inference/status.h"
+#include "base/status.h"
 #include "inference/vision/vision_model.h"
 
 namespace iris::inference {

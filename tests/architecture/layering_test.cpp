@@ -1,6 +1,7 @@
-// The layers of ARCHITECTURE.md, enforced on the #include lines of the source tree:
-//   kernels <- inference <- agent <- agent/env <- app      (a layer includes only itself and below)
-// and Qt only in agent/env/ and app/ (kernels, inference and the agent core build without it).
+// The layers of docs/architecture.md, enforced on the #include lines of the source tree:
+//   base <- kernels <- inference <- agent <- agent/env <- app   (a layer includes only itself and
+// below) and Qt only in agent/env/ and app/ (base, kernels, inference and the agent core build
+// without it).
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -14,10 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Layer { Kernels, Inference, Agent, Env, App, None };
+enum class Layer { Base, Kernels, Inference, Agent, Env, App, None };
 
 const char* layerName(Layer layer) {
     switch (layer) {
+        case Layer::Base:
+            return "base";
         case Layer::Kernels:
             return "kernels";
         case Layer::Inference:
@@ -36,6 +39,7 @@ const char* layerName(Layer layer) {
 
 // The layer a repository-relative path belongs to.
 Layer layerOf(const std::string& path) {
+    if (path.starts_with("base/")) return Layer::Base;
     if (path.starts_with("kernels/")) return Layer::Kernels;
     if (path.starts_with("inference/")) return Layer::Inference;
     if (path.starts_with("agent/env/")) return Layer::Env;
@@ -73,6 +77,12 @@ TEST(Layering, RulesCatchUpwardIncludesAndQtBelowTheEnvironment) {
         bool allowed;
     };
     const std::vector<Case> cases = {
+        {Layer::Base, "base/status.h", true, true},
+        {Layer::Base, "kernels/fp16.h", true, false},
+        {Layer::Base, "inference/engine.h", true, false},
+        {Layer::Base, "QString", false, false},
+        {Layer::Kernels, "base/status.h", true, true},
+        {Layer::App, "base/utf8.h", true, true},
         {Layer::Kernels, "kernels/rms_norm.h", true, true},
         {Layer::Kernels, "inference/gguf.h", true, false},
         {Layer::Inference, "kernels/rms_norm.h", true, true},
@@ -100,7 +110,7 @@ TEST(Layering, SourceTreeFollowsTheRules) {
     static const std::regex include(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
     int files = 0;
     std::vector<std::string> problems;
-    for (const char* top : {"kernels", "inference", "agent", "app"}) {
+    for (const char* top : {"base", "kernels", "inference", "agent", "app"}) {
         for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
             const std::string ext = entry.path().extension().string();
             if (!entry.is_regular_file() ||

@@ -32,7 +32,7 @@
 #include "inference/gguf/gguf_writer.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/tokenizer/tokenizer_import.h"
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace iris::inference {
 namespace {

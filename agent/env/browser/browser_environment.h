@@ -13,7 +13,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include "agent/environment.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 class QWidget;
 

@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

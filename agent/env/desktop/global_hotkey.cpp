@@ -10,6 +10,7 @@
 
 #include "agent/env/desktop/key_names.h"
 #include "agent/env/desktop/x_connection.h"
+#include "base/strings.h"
 
 // Last: Xlib's macros (None, Status, ...) break the headers above.
 #include "agent/env/desktop/x11.h"
@@ -17,13 +18,6 @@
 namespace iris::agent {
 
 namespace {
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return out;
-}
 
 struct ParsedChord {
     unsigned modifiers = 0;
@@ -43,7 +37,7 @@ Result<ParsedChord> parseChord(const std::string& chord) {
     }
     if (parts.empty()) return Status::invalidArgument("empty hotkey chord");
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-        const std::string name = lower(parts[i]);
+        const std::string name = asciiLower(parts[i]);
         if (name == "ctrl" || name == "control") {
             parsed.modifiers |= ControlMask;
         } else if (name == "alt") {
@@ -59,7 +53,7 @@ Result<ParsedChord> parseChord(const std::string& chord) {
     }
     const std::string_view key = parts.back();
     // A single letter names its key whatever its case: "Ctrl+Alt+S" is not Ctrl+Alt+Shift+s.
-    parsed.keysym = keysymForKeyName(key.size() == 1 ? lower(key) : std::string(key));
+    parsed.keysym = keysymForKeyName(key.size() == 1 ? asciiLower(key) : std::string(key));
     if (parsed.keysym == 0)
         return Status::invalidArgument("hotkey '" + chord + "': unknown key '" + std::string(key) +
                                        "'");

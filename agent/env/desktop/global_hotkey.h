@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

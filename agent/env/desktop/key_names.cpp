@@ -8,6 +8,9 @@
 #include <X11/XF86keysym.h>
 #include <X11/keysym.h>
 
+#include "base/strings.h"
+#include "base/utf8.h"
+
 namespace iris::agent {
 namespace {
 
@@ -132,11 +135,9 @@ KeySymbol keysymForCodePoint(char32_t codePoint) {
 
 KeySymbol keysymForKeyName(std::string_view name) {
     if (name.empty()) return 0;
-    Result<std::u32string> codePoints = decodeUtf8(name);
+    Result<std::u32string> codePoints = utf8::decode(name);
     if (codePoints && codePoints->size() == 1) return keysymForCodePoint(codePoints->front());
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = asciiLower(name);
     for (const NamedKey& key : kNamedKeys) {
         if (key.name == lower) return key.keysym;
     }
@@ -149,39 +150,5 @@ KeySymbol keysymForKeyName(std::string_view name) {
     return 0;
 }
 
-Result<std::u32string> decodeUtf8(std::string_view text) {
-    std::u32string result;
-    result.reserve(text.size());
-    std::size_t i = 0;
-    while (i < text.size()) {
-        auto byte = static_cast<unsigned char>(text[i]);
-        int length = byte < 0x80           ? 1
-                     : (byte >> 5) == 0x6  ? 2
-                     : (byte >> 4) == 0xe  ? 3
-                     : (byte >> 3) == 0x1e ? 4
-                                           : 0;
-        if (length == 0 || i + static_cast<std::size_t>(length) > text.size()) {
-            return Status::invalidArgument("text is not valid UTF-8 at byte " + std::to_string(i));
-        }
-        char32_t codePoint = length == 1 ? byte : byte & (0x7f >> length);
-        for (int k = 1; k < length; ++k) {
-            auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-            if ((next & 0xc0) != 0x80) {
-                return Status::invalidArgument("text is not valid UTF-8 at byte " +
-                                               std::to_string(i + static_cast<std::size_t>(k)));
-            }
-            codePoint = (codePoint << 6) | (next & 0x3f);
-        }
-        constexpr std::array<char32_t, 5> kSmallest = {0, 0, 0x80, 0x800, 0x10000};
-        if (codePoint < kSmallest[static_cast<std::size_t>(length)] || codePoint > 0x10ffff ||
-            (codePoint >= 0xd800 && codePoint <= 0xdfff)) {
-            return Status::invalidArgument("text is not valid UTF-8 at byte " + std::to_string(i) +
-                                           " (overlong, surrogate or out of range)");
-        }
-        result.push_back(codePoint);
-        i += static_cast<std::size_t>(length);
-    }
-    return result;
-}
 
 }  // namespace iris::agent

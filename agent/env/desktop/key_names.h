@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 
@@ -18,8 +18,5 @@ KeySymbol keysymForKeyName(std::string_view name);
 // keysyms (0x01000000 + code point) above; newline and tab are Return and Tab. 0 for other
 // control characters.
 KeySymbol keysymForCodePoint(char32_t codePoint);
-
-// UTF-8 to code points; InvalidArgument naming the byte offset of a malformed sequence.
-Result<std::u32string> decodeUtf8(std::string_view text);
 
 }  // namespace iris::agent

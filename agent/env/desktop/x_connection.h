@@ -10,7 +10,7 @@
 
 #include "agent/env/desktop/monitor.h"
 #include "agent/env/desktop/x11.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/utf8.h"
+
 namespace iris::agent {
 namespace {
 
@@ -197,7 +199,7 @@ Status XInput::typeStrokes(std::vector<Stroke>& strokes) {
 }
 
 Status XInput::typeText(std::string_view utf8) {
-    Result<std::u32string> codePoints = decodeUtf8(utf8);
+    Result<std::u32string> codePoints = utf8::decode(utf8);
     if (!codePoints) return codePoints.status().withContext("type: ");
     IRIS_RETURN_IF_ERROR(loadKeymap());  // another client may have changed the layout
     // Keys are found (and keycodes borrowed) ahead of typing, so that one settle covers them all.

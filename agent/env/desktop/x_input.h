@@ -11,7 +11,7 @@
 
 #include "agent/env/desktop/key_names.h"
 #include "agent/env/desktop/x_connection.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -14,7 +14,7 @@
 
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/desktop/monitor.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::agent {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "app/cli/eval/eval_results.h"
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::app::eval {
 

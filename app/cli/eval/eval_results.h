@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inference/status.h"
+#include "base/status.h"
 
 namespace iris::app::eval {
 

@@ -37,20 +37,17 @@
 #include "app/cli/eval/eval_context.h"
 #include "app/cli/eval/eval_results.h"
 #include "app/cli/eval/progress.h"
+#include "base/clock.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app::eval {
 namespace {
 
 namespace fs = std::filesystem;
 namespace ev = agent::eval;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kDefaultMaxSteps = 15;
 constexpr double kExecuteTimeoutS = 120;  // OSWorld's /setup/execute timeout
-
-double secondsSince(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Model calls from several workers go to one client one at a time: the local engine runs one
 // request at once, and a server's rate limits are the person's to raise with --parallel 1.
@@ -391,27 +388,6 @@ bool isFail(const agent::Action& action) {
     return std::holds_alternative<agent::Fail>(action);
 }
 
-class TempDir {
-public:
-    static Result<TempDir> create() {
-        std::string pattern = (fs::temp_directory_path() / "iris-eval-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) return Status::ioError("cannot create a folder in /tmp");
-        TempDir dir;
-        dir.m_path = fs::canonical(pattern);
-        return dir;
-    }
-    TempDir() = default;
-    TempDir(TempDir&& other) noexcept : m_path(std::exchange(other.m_path, {})) {}
-    ~TempDir() {
-        std::error_code error;
-        if (!m_path.empty()) fs::remove_all(m_path, error);
-    }
-    const fs::path& path() const { return m_path; }
-
-private:
-    fs::path m_path;
-};
-
 // State shared by the workers of one run.
 class Runner {
 public:
@@ -535,7 +511,7 @@ TaskResult Runner::runTask(const TaskPlan& plan, agent::SessionStore& store) {
     std::error_code fsError;
     fs::remove_all(resultDir, fsError);
 
-    Result<TempDir> temp = TempDir::create();
+    Result<TemporaryFolder> temp = TemporaryFolder::create("iris-eval");
     if (!temp) return error(TaskStatus::Error, temp.status().message());
     const fs::path runDir = temp->path();
     const fs::path projectDir = runDir / "project";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/eval/text_similarity.h"
+#include "base/utf8.h"
 
 namespace iris::agent::eval {
 namespace {
@@ -51,7 +52,7 @@ TEST(FuzzRatio, MatchesRapidfuzzDocumentation) {
 }
 
 TEST(Utf8, ReplacesInvalidBytes) {
-    const std::u32string s = decodeUtf8(
+    const std::u32string s = utf8::decodeLossy(
         "a\xff"
         "b\xe2\x82\xac");
     ASSERT_EQ(s.size(), 4u);

@@ -8,27 +8,6 @@
 namespace iris::agent {
 namespace {
 
-std::span<const std::uint8_t> bytesOf(std::string_view text) {
-    return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
-}
-
-// FIPS 180-4 examples and the NIST long-message vector.
-TEST(Sha256, MatchesTheStandardTestVectors) {
-    EXPECT_EQ(sha256Hex(bytesOf("")),
-              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    EXPECT_EQ(sha256Hex(bytesOf("abc")),
-              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    EXPECT_EQ(sha256Hex(bytesOf("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    EXPECT_EQ(sha256Hex(bytesOf(std::string(1'000'000, 'a'))),
-              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-    // 55 and 56 bytes: the last lengths with one and two padding blocks.
-    EXPECT_EQ(sha256Hex(bytesOf(std::string(55, 'a'))),
-              "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
-    EXPECT_EQ(sha256Hex(bytesOf(std::string(56, 'a'))),
-              "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
-}
-
 TEST(ChatJson, RoundTripsARequestWithImagesAsReferences) {
     auto image = std::make_shared<EncodedImage>();
     image->mimeType = "image/jpeg";

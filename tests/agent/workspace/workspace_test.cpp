@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 #include "tests/agent/workspace/test_files.h"
 
 namespace iris::agent {
@@ -178,14 +178,14 @@ TEST_F(WorkspaceTest, RefusesInvalidUtf8OversizeFilesAndBinaryReads) {
 }
 
 TEST(Utf8, AcceptsValidTextAndFindsTheFirstBadByte) {
-    EXPECT_EQ(inference::utf8::firstInvalid("plain ascii"), std::nullopt);
-    EXPECT_EQ(inference::utf8::firstInvalid("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+    EXPECT_EQ(utf8::firstInvalid("plain ascii"), std::nullopt);
+    EXPECT_EQ(utf8::firstInvalid("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
               std::nullopt);
-    EXPECT_EQ(inference::utf8::firstInvalid("ab\xc0\xaf"), 2u);         // overlong '/'
-    EXPECT_EQ(inference::utf8::firstInvalid("a\xed\xa0\x80"), 1u);      // a UTF-16 surrogate
-    EXPECT_EQ(inference::utf8::firstInvalid("a\xf4\x90\x80\x80"), 1u);  // past U+10FFFF
-    EXPECT_EQ(inference::utf8::firstInvalid("abc\xe2\x82"), 3u);        // truncated
-    EXPECT_EQ(inference::utf8::firstInvalid("\x80"), 0u);               // stray continuation byte
+    EXPECT_EQ(utf8::firstInvalid("ab\xc0\xaf"), 2u);         // overlong '/'
+    EXPECT_EQ(utf8::firstInvalid("a\xed\xa0\x80"), 1u);      // a UTF-16 surrogate
+    EXPECT_EQ(utf8::firstInvalid("a\xf4\x90\x80\x80"), 1u);  // past U+10FFFF
+    EXPECT_EQ(utf8::firstInvalid("abc\xe2\x82"), 3u);        // truncated
+    EXPECT_EQ(utf8::firstInvalid("\x80"), 0u);               // stray continuation byte
 }
 
 TEST_F(WorkspaceTest, UiActionsAreNotTheWorkspaces) {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "inference/sha256.h"
+#include "base/sha256.h"
 #include "tests/inference/llama_cpp/parity_models.h"
 
 using namespace iris::inference;

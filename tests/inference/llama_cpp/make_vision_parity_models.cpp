@@ -9,7 +9,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "inference/sha256.h"
+#include "base/sha256.h"
 #include "tests/inference/llama_cpp/vision_parity_models.h"
 
 using namespace iris::inference;

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "inference/sha256.h"
+#include "base/sha256.h"
 
 namespace iris::inference::testing {
 

@@ -12,7 +12,6 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "inference/sha256.h"
 #include "inference/vision/image_positions.h"
 
 namespace iris::inference {
@@ -301,39 +300,6 @@ TEST(Grounding, ResizedImagePointsMapBackToScreenPixels) {
     const PointF rel = relative1000ToOriginal({500, 250}, screen);
     EXPECT_NEAR(rel.x, 960.0, 1e-9);
     EXPECT_NEAR(rel.y, 270.0, 1e-9);
-}
-
-TEST(Sha256, KnownVectors) {
-    EXPECT_EQ(toHex(Sha256::hash(std::string_view(""))),
-              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    EXPECT_EQ(toHex(Sha256::hash(std::string_view("abc"))),
-              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    EXPECT_EQ(toHex(Sha256::hash(
-                  std::string_view("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))),
-              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-    EXPECT_EQ(toHex(Sha256::hash(std::string_view(
-                  "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnop"
-                  "qklmnopqrlmnopqrsmnopqrstnopqrstu"))),
-              "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
-    Sha256 million;
-    const std::string chunk(1000, 'a');
-    for (int i = 0; i < 1000; ++i)
-        million.update(chunk);
-    EXPECT_EQ(toHex(million.finish()),
-              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-}
-
-TEST(Sha256, PiecewiseUpdatesEqualOneShot) {
-    std::string text;
-    for (int i = 0; i < 300; ++i)
-        text += char('a' + i % 26);
-    const Sha256Digest whole = Sha256::hash(text);
-    for (std::size_t split : {1u, 55u, 56u, 63u, 64u, 65u, 128u, 299u}) {
-        Sha256 sha;
-        sha.update(std::string_view(text).substr(0, split));
-        sha.update(std::string_view(text).substr(split));
-        EXPECT_EQ(sha.finish(), whole) << split;
-    }
 }
 
 TEST(ImagePositions, MultimodalRopeFollowsTheRule) {

@@ -4,6 +4,8 @@
 #include <X11/keysym.h>
 #include <gtest/gtest.h>
 
+#include "base/utf8.h"
+
 namespace iris::agent {
 namespace {
 
@@ -50,24 +52,24 @@ TEST(KeyNames, CodePointsUseLatin1OrUnicodeKeysyms) {
 }
 
 TEST(TypedText, DecodesMultiByteUtf8) {
-    Result<std::u32string> decoded = decodeUtf8("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    Result<std::u32string> decoded = utf8::decode("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
     ASSERT_TRUE(decoded) << decoded.status().message();
     EXPECT_EQ(*decoded, (std::u32string{U'a', 0xe9, 0x20ac, 0x1f600}));
 }
 
 TEST(TypedText, RejectsMalformedUtf8NamingTheByte) {
-    Result<std::u32string> truncated = decodeUtf8("ab\xc3");
+    Result<std::u32string> truncated = utf8::decode("ab\xc3");
     ASSERT_FALSE(truncated);
     EXPECT_EQ(truncated.status().code(), StatusCode::InvalidArgument);
     EXPECT_NE(truncated.status().message().find("byte 2"), std::string::npos);
 
-    Result<std::u32string> badContinuation = decodeUtf8("a\xe2\x28\xa1");
+    Result<std::u32string> badContinuation = utf8::decode("a\xe2\x28\xa1");
     ASSERT_FALSE(badContinuation);
     EXPECT_NE(badContinuation.status().message().find("byte 2"), std::string::npos);
 
-    EXPECT_FALSE(decodeUtf8("\xc0\xaf"));          // overlong '/'
-    EXPECT_FALSE(decodeUtf8("\xed\xa0\x80"));      // a surrogate
-    EXPECT_FALSE(decodeUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+    EXPECT_FALSE(utf8::decode("\xc0\xaf"));          // overlong '/'
+    EXPECT_FALSE(utf8::decode("\xed\xa0\x80"));      // a surrogate
+    EXPECT_FALSE(utf8::decode("\xf4\x90\x80\x80"));  // past U+10FFFF
 }
 
 }  // namespace

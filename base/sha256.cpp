@@ -1,9 +1,9 @@
-#include "inference/sha256.h"
+#include "base/sha256.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace iris::inference {
+namespace iris {
 namespace {
 
 constexpr std::uint32_t kRound[64] = {
@@ -128,4 +128,4 @@ std::string toHex(const Sha256Digest& digest) {
     return hex;
 }
 
-}  // namespace iris::inference
+}  // namespace iris

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace iris::inference {
+namespace iris {
 
 using Sha256Digest = std::array<std::uint8_t, 32>;
 
@@ -36,4 +36,4 @@ private:
 // 64 lowercase hex digits.
 std::string toHex(const Sha256Digest& digest);
 
-}  // namespace iris::inference
+}  // namespace iris

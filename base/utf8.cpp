@@ -1,6 +1,6 @@
-#include "inference/tokenizer/utf8.h"
+#include "base/utf8.h"
 
-namespace iris::inference::utf8 {
+namespace iris::utf8 {
 
 namespace {
 
@@ -53,8 +53,47 @@ Decoded decodeAt(std::string_view text, std::size_t pos) {
     return {codePoint, length, true};
 }
 
+Result<std::u32string> decode(std::string_view text) {
+    std::u32string out;
+    out.reserve(text.size());
+    for (std::size_t pos = 0; pos < text.size();) {
+        const Decoded d = decodeAt(text, pos);
+        if (!d.valid) {
+            // Name the byte that breaks the sequence rather than its lead byte where they differ.
+            const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+            std::size_t bad = pos;
+            const std::uint32_t length = sequenceLength(byte(pos));
+            for (std::uint32_t k = 1; length > 1 && k < length && pos + k < text.size(); ++k) {
+                const bool fits =
+                    k == 1 ? secondByteFits(byte(pos), byte(pos + 1)) : isContinuation(byte(pos + k));
+                if (!fits) {
+                    bad = pos + k;
+                    break;
+                }
+            }
+            return Status::invalidArgument("text is not valid UTF-8 at byte " + std::to_string(bad));
+        }
+        out.push_back(d.codePoint);
+        pos += d.length;
+    }
+    return out;
+}
+
+std::u32string decodeLossy(std::string_view text) {
+    std::u32string out;
+    out.reserve(text.size());
+    for (std::size_t pos = 0; pos < text.size();) {
+        const Decoded d = decodeAt(text, pos);
+        out.push_back(d.codePoint);
+        pos += d.length;
+    }
+    return out;
+}
+
 void append(std::string& out, char32_t codePoint) {
     const auto put = [&](std::uint32_t value) { out.push_back(static_cast<char>(value)); };
+    if ((codePoint >= 0xD800 && codePoint <= 0xDFFF) || codePoint > 0x10FFFF)
+        codePoint = kReplacementCharacter;
     if (codePoint < 0x80) {
         put(codePoint);
     } else if (codePoint < 0x800) {
@@ -125,4 +164,4 @@ std::size_t completePrefixLength(std::string_view bytes) {
     return size;
 }
 
-}  // namespace iris::inference::utf8
+}  // namespace iris::utf8

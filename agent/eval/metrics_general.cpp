@@ -1,5 +1,5 @@
 // General and text-file metrics, ported from xlang-ai/OSWorld:desktop_env/evaluators/metrics/
-// {general,vscode}.py with their semantics (docs/osworld-evaluators.tsv). Arguments are positional
+// {general,vscode}.py with their semantics (docs/osworld.md §3.2). Arguments are positional
 // as in OSWorld: (result, expected, options).
 #include <algorithm>
 #include <cmath>

@@ -117,6 +117,97 @@ double visionFlops(const inference::VisionConfig& c, const inference::ImagePatch
     return flops;
 }
 
+int benchFailure(const std::string& message) {
+    std::cerr << "iris bench: " << message << '\n';
+    return 1;
+}
+
+// What the vision benchmark measured, and on what.
+struct VisionReport {
+    std::string mmproj;
+    std::string image;
+    int threads = 0;
+    const char* products = "";
+    double preprocessSeconds = 0;
+    double encodeSeconds = 0;  // best of `repeat`
+    std::int64_t repeat = 0;
+    double flops = 0;
+};
+
+void printVisionReport(const VisionReport& r, const inference::VisionConfig& config,
+                       const inference::ImagePatches& patches, bool json) {
+    const double gflops = r.flops / r.encodeSeconds / 1e9;
+    if (json) {
+        const nlohmann::ordered_json report = {
+            {"mmproj", r.mmproj},
+            {"projector", config.projectorName},
+            {"image", r.image},
+            {"threads", r.threads},
+            {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
+            {"products", r.products},
+            {"image_width", patches.originalWidth},
+            {"image_height", patches.originalHeight},
+            {"resized_width", patches.resizedWidth},
+            {"resized_height", patches.resizedHeight},
+            {"patches", patches.patchCount()},
+            {"image_tokens", patches.tokenCount()},
+            {"preprocess_s", r.preprocessSeconds},
+            {"encode_s", r.encodeSeconds},
+            {"gflop", r.flops / 1e9},
+            {"gflop_per_s", gflops},
+        };
+        std::cout << report.dump() << '\n';
+        return;
+    }
+    std::printf("mmproj: %s (%s), %d threads, %s kernels, %s products\n", r.mmproj.c_str(),
+                config.projectorName.c_str(), r.threads,
+                std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str(), r.products);
+    std::printf(
+        "image: %dx%d resized to %dx%d: %lld patches, %lld image tokens (%.3f s "
+        "preprocessing)\n",
+        patches.originalWidth, patches.originalHeight, patches.resizedWidth, patches.resizedHeight,
+        static_cast<long long>(patches.patchCount()), static_cast<long long>(patches.tokenCount()),
+        r.preprocessSeconds);
+    std::printf("encode: %.3f s (best of %lld) = %.1f GFLOP/s (%.1f GFLOP per image)\n",
+                r.encodeSeconds, static_cast<long long>(r.repeat), gflops, r.flops / 1e9);
+}
+
+// The image read and cut into patches for `config`'s tower, at most `maxTokens` image tokens;
+// `seconds` gets the time preprocessing took.
+Result<inference::ImagePatches> preprocessForTower(const std::string& path,
+                                                   const inference::VisionConfig& config,
+                                                   std::int64_t maxTokens, double& seconds) {
+    Result<inference::RgbImage> image = inference::readImageFile(path);
+    IRIS_RETURN_IF_ERROR(image.status());
+    inference::ImagePreprocessOptions pre;
+    pre.patchSize = config.patchSize;
+    pre.mergeSize = config.mergeSize;
+    pre.mean = config.imageMean;
+    pre.std = config.imageStd;
+    pre.maxPixels = maxTokens * std::int64_t(config.patchSize * config.mergeSize) *
+                    (config.patchSize * config.mergeSize);
+    const auto start = Clock::now();
+    Result<inference::ImagePatches> patches = inference::preprocessImage(*image, pre);
+    seconds = secondsSince(start);
+    IRIS_RETURN_IF_ERROR(patches.status().withContext(path + ": "));
+    return patches;
+}
+
+// The fastest of `repeat` encodes, after one that warms up.
+Result<double> bestEncodeSeconds(inference::VisionModel& tower,
+                                 const inference::ImagePatches& patches, int threads,
+                                 std::int64_t repeat) {
+    inference::ThreadPool pool(threads);
+    std::vector<float> embeddings;
+    double best = 1e300;
+    for (std::int64_t run = 0; run <= repeat; ++run) {  // run 0 warms up
+        const auto start = Clock::now();
+        IRIS_RETURN_IF_ERROR(tower.encode(patches, pool, embeddings));
+        if (run > 0) best = std::min(best, secondsSince(start));
+    }
+    return best;
+}
+
 int runVisionBench(const Arguments& args, const std::string& mmproj, int threads) {
     const std::optional<std::string> imagePath = args.value("image");
     if (!imagePath) {
@@ -130,15 +221,9 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
         return 2;
     }
     Result<inference::GgufFile> file = inference::GgufFile::open(mmproj);
-    if (!file) {
-        std::cerr << "iris bench: " << file.status().message() << '\n';
-        return 1;
-    }
+    if (!file) return benchFailure(file.status().message());
     Result<std::unique_ptr<inference::VisionModel>> tower = inference::VisionModel::load(*file);
-    if (!tower) {
-        std::cerr << "iris bench: " << tower.status().message() << '\n';
-        return 1;
-    }
+    if (!tower) return benchFailure(tower.status().message());
     const std::optional<inference::VisionPrecision> precision =
         inference::parseVisionPrecision(args.value("vision-precision").value_or("auto"));
     if (!precision) {
@@ -147,75 +232,150 @@ int runVisionBench(const Arguments& args, const std::string& mmproj, int threads
     }
     const kernels::GemmPrecision products = inference::resolveVisionPrecision(*precision);
     (*tower)->setPrecision(products);
-    const char* productsName = products == kernels::GemmPrecision::Bf16
-                                   ? (kernels::gemmBf16OnAmx() ? "bf16 (AMX tiles)" : "bf16")
-                                   : "f32";
+    VisionReport report{mmproj, *imagePath, threads, "f32", 0, 0, *repeat, 0};
+    if (products == kernels::GemmPrecision::Bf16)
+        report.products = kernels::gemmBf16OnAmx() ? "bf16 (AMX tiles)" : "bf16";
     const inference::VisionConfig& config = (*tower)->config();
-    Result<inference::RgbImage> image = inference::readImageFile(*imagePath);
-    if (!image) {
-        std::cerr << "iris bench: " << image.status().message() << '\n';
-        return 1;
-    }
-    inference::ImagePreprocessOptions pre;
-    pre.patchSize = config.patchSize;
-    pre.mergeSize = config.mergeSize;
-    pre.mean = config.imageMean;
-    pre.std = config.imageStd;
-    pre.maxPixels = *maxTokens * std::int64_t(config.patchSize * config.mergeSize) *
-                    (config.patchSize * config.mergeSize);
-    const auto preStart = Clock::now();
-    Result<inference::ImagePatches> patches = inference::preprocessImage(*image, pre);
-    const double preprocessSeconds = secondsSince(preStart);
-    if (!patches) {
-        std::cerr << "iris bench: " << *imagePath << ": " << patches.status().message() << '\n';
-        return 1;
-    }
-    inference::ThreadPool pool(threads);
-    std::vector<float> embeddings;
-    double best = 1e300;
-    for (std::int64_t run = 0; run <= *repeat; ++run) {  // run 0 warms up
-        const auto start = Clock::now();
-        if (Status s = (*tower)->encode(*patches, pool, embeddings); !s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 1;
+    Result<inference::ImagePatches> patches =
+        preprocessForTower(*imagePath, config, *maxTokens, report.preprocessSeconds);
+    if (!patches) return benchFailure(patches.status().message());
+    Result<double> best = bestEncodeSeconds(**tower, *patches, threads, *repeat);
+    if (!best) return benchFailure(best.status().message());
+    report.encodeSeconds = *best;
+    report.flops = visionFlops(config, *patches);
+    printVisionReport(report, config, *patches, args.has("json"));
+    return 0;
+}
+
+// What the text benchmark measured, and on what.
+struct TextReport {
+    std::string model;
+    int threads = 0;
+    std::int64_t promptTokens = 0;
+    std::int64_t decodeTokens = 0;
+    double prefillSeconds = 0;
+    double decodeSeconds = 0;
+    double bandwidth = 0;  // GB/s, this machine's memory read bandwidth, measured in the same run
+};
+
+// A prompt of `tokens` random tokens, in chunks of the engine's prefill size, logits for the last
+// one. Returns its seconds.
+Result<double> timePrefill(inference::Engine& engine, std::int64_t tokens, std::int64_t chunk,
+                           std::mt19937& rng) {
+    inference::KvCache& cache = engine.cache();
+    std::uniform_int_distribution<std::int32_t> anyToken(
+        0, std::int32_t(engine.model().config().vocabSize - 1));
+    const inference::SequenceId seq = cache.newSequence();
+    std::vector<float> logits;
+    const auto start = Clock::now();
+    std::vector<inference::TokenInput> batch;
+    for (std::int64_t begin = 0; begin < tokens; begin += chunk) {
+        const std::int64_t end = std::min(tokens, begin + chunk);
+        IRIS_RETURN_IF_ERROR(cache.extend(seq, end));
+        batch.clear();
+        for (std::int64_t i = begin; i < end; ++i) {
+            const auto pos = std::int32_t(i);
+            batch.push_back({anyToken(rng), seq, i, {pos, pos, pos, 0}, i + 1 == tokens});
         }
-        if (run > 0) best = std::min(best, secondsSince(start));
+        logits.clear();
+        IRIS_RETURN_IF_ERROR(engine.mutableModel().forward(batch, cache, engine.pool(), logits));
     }
-    const double flops = visionFlops(config, *patches);
-    const double gflops = flops / best / 1e9;
-    if (args.has("json")) {
+    const double seconds = secondsSince(start);
+    cache.release(seq);
+    return seconds;
+}
+
+// `tokens` greedy steps from a fresh sequence, one token per forward pass (as llama-bench's tg
+// test: its numbers are comparable). Returns their seconds.
+Result<double> timeDecode(inference::Engine& engine, std::int64_t tokens, std::mt19937& rng) {
+    inference::KvCache& cache = engine.cache();
+    std::uniform_int_distribution<std::int32_t> anyToken(
+        0, std::int32_t(engine.model().config().vocabSize - 1));
+    const inference::SequenceId seq = cache.newSequence();
+    std::vector<float> logits;
+    std::int32_t next = anyToken(rng);
+    const auto start = Clock::now();
+    for (std::int64_t i = 0; i < tokens; ++i) {
+        IRIS_RETURN_IF_ERROR(cache.extend(seq, i + 1));
+        const auto pos = std::int32_t(i);
+        const inference::TokenInput in{next, seq, i, {pos, pos, pos, 0}, true};
+        logits.clear();
+        IRIS_RETURN_IF_ERROR(engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits));
+        next = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    return secondsSince(start);
+}
+
+// The speeds, with the read bandwidth as the bound for decoding.
+void printTextReport(const TextReport& r, const inference::Engine& engine, bool json) {
+    const inference::ModelConfig& config = engine.model().config();
+    const double bandwidth = r.bandwidth;
+    const double prefillRate = double(r.promptTokens) / r.prefillSeconds;
+    const double decodeRate = double(r.decodeTokens) / r.decodeSeconds;
+    const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);
+    const double fraction = bytesPerToken * decodeRate / (bandwidth * 1e9);
+    if (json) {
         const nlohmann::ordered_json report = {
-            {"mmproj", mmproj},
-            {"projector", config.projectorName},
-            {"image", *imagePath},
-            {"threads", threads},
+            {"model", r.model},
+            {"architecture", config.architecture},
+            {"threads", r.threads},
             {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
-            {"products", productsName},
-            {"image_width", patches->originalWidth},
-            {"image_height", patches->originalHeight},
-            {"resized_width", patches->resizedWidth},
-            {"resized_height", patches->resizedHeight},
-            {"patches", patches->patchCount()},
-            {"image_tokens", patches->tokenCount()},
-            {"preprocess_s", preprocessSeconds},
-            {"encode_s", best},
-            {"gflop", flops / 1e9},
-            {"gflop_per_s", gflops},
+            {"prefill_tokens", r.promptTokens},
+            {"prefill_tokens_per_s", prefillRate},
+            {"decode_tokens", r.decodeTokens},
+            {"decode_tokens_per_s", decodeRate},
+            {"decode_bytes_per_token", bytesPerToken},
+            {"bandwidth_gb_per_s", bandwidth},
+            {"decode_bandwidth_fraction", fraction},
         };
         std::cout << report.dump() << '\n';
-    } else {
-        std::printf("mmproj: %s (%s), %d threads, %s kernels, %s products\n", mmproj.c_str(),
-                    config.projectorName.c_str(), threads,
-                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str(), productsName);
-        std::printf(
-            "image: %dx%d resized to %dx%d: %lld patches, %lld image tokens (%.3f s "
-            "preprocessing)\n",
-            patches->originalWidth, patches->originalHeight, patches->resizedWidth,
-            patches->resizedHeight, static_cast<long long>(patches->patchCount()),
-            static_cast<long long>(patches->tokenCount()), preprocessSeconds);
-        std::printf("encode: %.3f s (best of %lld) = %.1f GFLOP/s (%.1f GFLOP per image)\n", best,
-                    static_cast<long long>(*repeat), gflops, flops / 1e9);
+        return;
     }
+    std::printf("model: %s (%s), %d threads, %s kernels\n", r.model.c_str(),
+                config.architecture.c_str(), r.threads,
+                std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+    std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n",
+                static_cast<long long>(r.promptTokens), r.prefillSeconds, prefillRate);
+    std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n",
+                static_cast<long long>(r.decodeTokens), r.decodeSeconds, decodeRate);
+    std::printf(
+        "memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n",
+        bandwidth, bytesPerToken / 1e6);
+    std::printf("decode reaches %.0f%% of the bandwidth bound (%.1f tokens/s)\n", 100 * fraction,
+                bandwidth * 1e9 / bytesPerToken);
+}
+
+// --model: prefill and decode speed of the text model.
+int runTextBench(const Arguments& args) {
+    const Result<std::string> model = args.required("model");
+    const Result<std::int64_t> p = args.integer("prompt-tokens", 512),
+                               n = args.integer("n-gen", 128),
+                               threads = args.integer("threads",
+                                                      inference::ThreadPool::hardwareThreads());
+    for (const Status& s : {model.status(), p.status(), n.status(), threads.status()}) {
+        if (!s.isOk()) {
+            std::cerr << "iris bench: " << s.message() << '\n';
+            return 2;
+        }
+    }
+    if (*p < 1 || *n < 1 || *threads < 1) {
+        std::cerr << "iris bench: -p, -n and --threads must be at least 1\n";
+        return 2;
+    }
+    inference::EngineOptions options;
+    options.threads = int(*threads);
+    options.contextSize = *p + *n + 1;
+    Result<std::unique_ptr<inference::Engine>> loaded = inference::Engine::load(*model, options);
+    if (!loaded) return benchFailure(loaded.status().message());
+    inference::Engine& engine = **loaded;
+    std::mt19937 rng(1);  // the prompt's tokens, then the first decoded one: the same every run
+    const Result<double> prefill = timePrefill(engine, *p, options.prefillChunk, rng);
+    if (!prefill) return benchFailure(prefill.status().message());
+    const Result<double> decode = timeDecode(engine, *n, rng);
+    if (!decode) return benchFailure(decode.status().message());
+    const TextReport report{
+        *model, options.threads, *p, *n, *prefill, *decode, measureReadBandwidth(engine.pool())};
+    printTextReport(report, engine, args.has("json"));
     return 0;
 }
 
@@ -247,117 +407,7 @@ int runBench(int argc, char** argv) {
             << "iris bench: give --model (text) or --mmproj with --image (vision), not both\n";
         return 2;
     }
-    const Result<std::string> model = args->required("model");
-    const Result<std::int64_t> p = args->integer("prompt-tokens", 512),
-                               n = args->integer("n-gen", 128),
-                               threads = args->integer("threads",
-                                                       inference::ThreadPool::hardwareThreads());
-    for (const Status& s : {model.status(), p.status(), n.status(), threads.status()}) {
-        if (!s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 2;
-        }
-    }
-    if (*p < 1 || *n < 1 || *threads < 1) {
-        std::cerr << "iris bench: -p, -n and --threads must be at least 1\n";
-        return 2;
-    }
-    inference::EngineOptions options;
-    options.threads = int(*threads);
-    options.contextSize = *p + *n + 1;
-    Result<std::unique_ptr<inference::Engine>> loaded = inference::Engine::load(*model, options);
-    if (!loaded) {
-        std::cerr << "iris bench: " << loaded.status().message() << '\n';
-        return 1;
-    }
-    inference::Engine& engine = **loaded;
-    const inference::ModelConfig& config = engine.model().config();
-    inference::KvCache& cache = engine.cache();
-    const inference::SequenceId seq = cache.newSequence();
-    std::vector<float> logits;
-    std::mt19937 rng(1);
-    std::uniform_int_distribution<std::int32_t> anyToken(0, std::int32_t(config.vocabSize - 1));
-
-    // Prefill: p random tokens in chunks of the engine's prefill size, logits for the last one.
-    const auto prefillStart = Clock::now();
-    std::vector<inference::TokenInput> batch;
-    for (std::int64_t begin = 0; begin < *p; begin += options.prefillChunk) {
-        const std::int64_t end = std::min(*p, begin + options.prefillChunk);
-        if (Status s = cache.extend(seq, end); !s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 1;
-        }
-        batch.clear();
-        for (std::int64_t i = begin; i < end; ++i) {
-            const auto pos = std::int32_t(i);
-            batch.push_back({anyToken(rng), seq, i, {pos, pos, pos, 0}, i + 1 == *p});
-        }
-        logits.clear();
-        if (Status s = engine.mutableModel().forward(batch, cache, engine.pool(), logits);
-            !s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 1;
-        }
-    }
-    const double prefillSeconds = secondsSince(prefillStart);
-
-    // Decode: n greedy steps from a fresh sequence, one token per forward pass (as llama-bench's
-    // tg test: its numbers are comparable).
-    cache.release(seq);
-    const inference::SequenceId decodeSeq = cache.newSequence();
-    std::int32_t next = anyToken(rng);
-    const auto decodeStart = Clock::now();
-    for (std::int64_t i = 0; i < *n; ++i) {
-        if (Status s = cache.extend(decodeSeq, i + 1); !s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 1;
-        }
-        const auto pos = std::int32_t(i);
-        const inference::TokenInput in{next, decodeSeq, i, {pos, pos, pos, 0}, true};
-        logits.clear();
-        if (Status s = engine.mutableModel().forward({&in, 1}, cache, engine.pool(), logits);
-            !s.isOk()) {
-            std::cerr << "iris bench: " << s.message() << '\n';
-            return 1;
-        }
-        next = std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    }
-    const double decodeSeconds = secondsSince(decodeStart);
-    const double bandwidth = measureReadBandwidth(engine.pool());
-    const double prefillRate = double(*p) / prefillSeconds, decodeRate = double(*n) / decodeSeconds;
-    const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);
-    const double fraction = bytesPerToken * decodeRate / (bandwidth * 1e9);
-
-    if (args->has("json")) {
-        const nlohmann::ordered_json report = {
-            {"model", *model},
-            {"architecture", config.architecture},
-            {"threads", options.threads},
-            {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
-            {"prefill_tokens", *p},
-            {"prefill_tokens_per_s", prefillRate},
-            {"decode_tokens", *n},
-            {"decode_tokens_per_s", decodeRate},
-            {"decode_bytes_per_token", bytesPerToken},
-            {"bandwidth_gb_per_s", bandwidth},
-            {"decode_bandwidth_fraction", fraction},
-        };
-        std::cout << report.dump() << '\n';
-    } else {
-        std::printf("model: %s (%s), %d threads, %s kernels\n", model->c_str(),
-                    config.architecture.c_str(), options.threads,
-                    std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
-        std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*p),
-                    prefillSeconds, prefillRate);
-        std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n", static_cast<long long>(*n),
-                    decodeSeconds, decodeRate);
-        std::printf(
-            "memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n",
-            bandwidth, bytesPerToken / 1e6);
-        std::printf("decode reaches %.0f%% of the bandwidth bound (%.1f tokens/s)\n",
-                    100 * fraction, bandwidth * 1e9 / bytesPerToken);
-    }
-    return 0;
+    return runTextBench(*args);
 }
 
 }  // namespace iris::app

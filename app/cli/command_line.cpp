@@ -9,7 +9,6 @@
 #include "app/cli/engine_commands.h"
 #include "app/cli/eval/eval_command.h"
 #include "app/cli/inspect_command.h"
-#include "app/gui/gui_main.h"
 #include "app/version.h"
 
 namespace iris::app {
@@ -21,7 +20,7 @@ int runVersion(int /*argc*/, char** /*argv*/) {
 }
 
 constexpr std::array kSubcommands = {
-    Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", runGui},
+    Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", nullptr},
     Subcommand{"demo", "the visual-feedback loop on a bundled web project (no model needed)",
                runDemo},
     Subcommand{"run", "let a model carry out a task in a browser page or on the desktop", runRun},
@@ -72,8 +71,10 @@ std::string helpText() {
     return text.str();
 }
 
-int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err) {
-    if (argc < 2) return kSubcommands.front().run(argc, argv);
+int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err,
+                   SubcommandEntry gui) {
+    auto entry = [gui](const Subcommand& command) { return command.run ? command.run : gui; };
+    if (argc < 2) return entry(kSubcommands.front())(argc, argv);
     const std::string_view first = argv[1];
     if (isHelpFlag(first)) {
         out << helpText();
@@ -89,7 +90,7 @@ int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err) 
         std::vector<char*> rest{argv[0]};
         rest.insert(rest.end(), argv + 2, argv + argc);
         rest.push_back(nullptr);
-        return command.run(argc - 1, rest.data());
+        return entry(command)(argc - 1, rest.data());
     }
     err << "iris: unknown subcommand '" << first << "'\n"
         << "Run 'iris --help' for the list of subcommands.\n";

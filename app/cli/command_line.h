@@ -8,12 +8,14 @@
 
 namespace iris::app {
 
-// A subcommand gets the arguments after its name; argv[0] stays the program name so that Qt
-// (for `gui`) sees a normal command line. Returns the process exit code.
+// A subcommand's entry point gets the arguments after its name; argv[0] stays the program name
+// so that Qt (for `gui`) sees a normal command line. Returns the process exit code.
+using SubcommandEntry = int (*)(int argc, char** argv);
+
 struct Subcommand {
     std::string_view name;
     std::string_view summary;
-    int (*run)(int argc, char** argv);
+    SubcommandEntry run;  // null for `gui`: runCommandLine's `gui` runs it
 };
 
 // Every subcommand, in the order --help lists them. The first one runs when none is named.
@@ -22,7 +24,10 @@ std::span<const Subcommand> subcommands();
 // What `iris --help` prints.
 std::string helpText();
 
-// Entry point: dispatches argv to a subcommand. Errors go to `err` with exit code 2.
-int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err);
+// Entry point: dispatches argv to a subcommand. Errors go to `err` with exit code 2. `gui` is the
+// desktop GUI's entry point (app/gui's runGui), passed in by app/main.cpp because app/cli does not
+// depend on app/gui.
+int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err,
+                   SubcommandEntry gui);
 
 }  // namespace iris::app

@@ -8,7 +8,8 @@
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
-#include "app/cli/demo_project.h"
+#include "app/session/browser_application.h"
+#include "app/session/demo_project.h"
 
 namespace iris::app {
 namespace {
@@ -49,7 +50,7 @@ int runDemo(int argc, char** argv) {
         std::cerr << "iris demo: --max-steps must be a number >= 1\n";
         return kExitUsage;
     }
-    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*args);
+    Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
     if (!client) {
         std::cerr << "iris demo: " << client.status().message() << '\n';
         return kExitError;

@@ -100,149 +100,167 @@ Result<inference::GenerateRequest> rawPromptWithImages(
     return request;
 }
 
-}  // namespace
+// What the options ask for, checked: the engine's options, the prompt, its images and the
+// sampling.
+struct GenerateSettings {
+    std::string model;
+    std::string prompt;
+    std::vector<std::string> imageFiles;
+    std::size_t markers = 0;  // <__media__> markers in the prompt: 0, or one per image
+    inference::EngineOptions engine;
+    std::int64_t maxTokens = 0;
+    std::int64_t seed = 0;
+    inference::SamplingParams sampling;
+};
 
-int runGenerate(int argc, char** argv) {
-    Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
-    if (!args) return usageError(args.status().message());
-    if (args->has("help")) {
-        std::cout << "Usage: iris generate --model F.gguf [--mmproj MM.gguf --image FILE] "
-                     "--prompt TEXT [options]\n\n"
-                  << Arguments::usage(kOptions);
-        return 0;
-    }
-    const Result<std::string> model = args->required("model");
-    const Result<std::string> prompt = args->required("prompt");
-    const Result<std::int64_t> n = args->integer("n-predict", 128);
+// The usage error (the first found, in the order the options are listed) when they are wrong.
+Result<GenerateSettings> readSettings(const Arguments& args) {
+    const Result<std::string> model = args.required("model");
+    const Result<std::string> prompt = args.required("prompt");
+    const Result<std::int64_t> n = args.integer("n-predict", 128);
     const Result<std::int64_t> threads =
-        args->integer("threads", inference::ThreadPool::hardwareThreads());
-    const Result<std::int64_t> ctx = args->integer("ctx-size", 4096);
+        args.integer("threads", inference::ThreadPool::hardwareThreads());
+    const Result<std::int64_t> ctx = args.integer("ctx-size", 4096);
     const Result<std::int64_t> seed =
-        args->integer("seed", std::int64_t(std::random_device{}() & 0x7fffffff));
-    const Result<double> temp = args->number("temp", 0.8), topP = args->number("top-p", 0.95),
-                         minP = args->number("min-p", 0.05),
-                         repeat = args->number("repeat-penalty", 1.0),
-                         presence = args->number("presence-penalty", 0.0),
-                         frequency = args->number("frequency-penalty", 0.0);
-    const Result<std::int64_t> topK = args->integer("top-k", 40);
+        args.integer("seed", std::int64_t(std::random_device{}() & 0x7fffffff));
+    const Result<double> temp = args.number("temp", 0.8), topP = args.number("top-p", 0.95),
+                         minP = args.number("min-p", 0.05),
+                         repeat = args.number("repeat-penalty", 1.0),
+                         presence = args.number("presence-penalty", 0.0),
+                         frequency = args.number("frequency-penalty", 0.0);
+    const Result<std::int64_t> topK = args.integer("top-k", 40);
     for (const Status& s :
          {model.status(), prompt.status(), n.status(), threads.status(), ctx.status(),
           seed.status(), temp.status(), topP.status(), minP.status(), repeat.status(),
           presence.status(), frequency.status(), topK.status()}) {
-        if (!s.isOk()) return usageError(s.message());
+        IRIS_RETURN_IF_ERROR(s);
     }
     if (*n < 0 || *threads < 1 || *ctx < 1)
-        return usageError("-n must be >= 0, --threads and --ctx-size >= 1");
-    const std::vector<std::string> imageFiles = args->values("image");
-    const Result<std::int64_t> maxImageTokens = args->integer("image-max-tokens", 1 << 30),
-                               minImageTokens = args->integer("image-min-tokens", 8);
-    if (!maxImageTokens) return usageError(maxImageTokens.status().message());
-    if (!minImageTokens) return usageError(minImageTokens.status().message());
+        return Status::invalidArgument("-n must be >= 0, --threads and --ctx-size >= 1");
+    GenerateSettings settings;
+    settings.imageFiles = args.values("image");
+    const Result<std::int64_t> maxImageTokens = args.integer("image-max-tokens", 1 << 30),
+                               minImageTokens = args.integer("image-min-tokens", 8);
+    IRIS_RETURN_IF_ERROR(maxImageTokens.status());
+    IRIS_RETURN_IF_ERROR(minImageTokens.status());
     if (*minImageTokens < 1 || *maxImageTokens < *minImageTokens)
-        return usageError("--image-min-tokens must be >= 1 and <= --image-max-tokens");
+        return Status::invalidArgument("--image-min-tokens must be >= 1 and <= --image-max-tokens");
     const std::optional<inference::VisionPrecision> visionPrecision =
-        inference::parseVisionPrecision(args->value("vision-precision").value_or("auto"));
-    if (!visionPrecision) return usageError("--vision-precision wants auto, f32 or bf16");
-    if (!imageFiles.empty() && !args->has("mmproj"))
-        return usageError("--image needs the model's vision projector: pass --mmproj MM.gguf");
-    const std::size_t markers = countMarkers(*prompt);
-    if (markers != 0 && markers != imageFiles.size()) {
-        return usageError("the prompt has " + std::to_string(markers) + " " +
-                          inference::kImageMarker + " markers for " +
-                          std::to_string(imageFiles.size()) + " --image files");
+        inference::parseVisionPrecision(args.value("vision-precision").value_or("auto"));
+    if (!visionPrecision)
+        return Status::invalidArgument("--vision-precision wants auto, f32 or bf16");
+    if (!settings.imageFiles.empty() && !args.has("mmproj"))
+        return Status::invalidArgument(
+            "--image needs the model's vision projector: pass --mmproj MM.gguf");
+    settings.markers = countMarkers(*prompt);
+    if (settings.markers != 0 && settings.markers != settings.imageFiles.size()) {
+        return Status::invalidArgument(
+            "the prompt has " + std::to_string(settings.markers) + " " + inference::kImageMarker +
+            " markers for " + std::to_string(settings.imageFiles.size()) + " --image files");
     }
 
-    inference::EngineOptions options;
-    options.threads = int(*threads);
-    options.contextSize = *ctx;
-    options.visionPrecision = *visionPrecision;
-    if (std::optional<std::string> mmproj = args->value("mmproj")) options.mmprojPath = *mmproj;
+    settings.model = *model;
+    settings.prompt = *prompt;
+    settings.engine.threads = int(*threads);
+    settings.engine.contextSize = *ctx;
+    settings.engine.visionPrecision = *visionPrecision;
+    if (std::optional<std::string> mmproj = args.value("mmproj"))
+        settings.engine.mmprojPath = *mmproj;
     // Unset: the projector's own budget (VisionConfig::minPixels / maxPixels).
-    if (args->has("image-max-tokens")) options.imageMaxPixels = *maxImageTokens * 28 * 28;
-    if (args->has("image-min-tokens")) options.imageMinPixels = *minImageTokens * 28 * 28;
-    Result<std::unique_ptr<inference::Engine>> engine = inference::Engine::load(*model, options);
-    if (!engine) return failure(engine.status());
-    const inference::Tokenizer& tokenizer = (*engine)->tokenizer();
+    if (args.has("image-max-tokens")) settings.engine.imageMaxPixels = *maxImageTokens * 28 * 28;
+    if (args.has("image-min-tokens")) settings.engine.imageMinPixels = *minImageTokens * 28 * 28;
+    settings.maxTokens = *n;
+    settings.seed = *seed;
+    settings.sampling = {.temperature = float(*temp),
+                         .topK = int(*topK),
+                         .topP = float(*topP),
+                         .minP = float(*minP),
+                         .repetitionPenalty = float(*repeat),
+                         .presencePenalty = float(*presence),
+                         .frequencyPenalty = float(*frequency),
+                         .penaltyWindow = 64,
+                         .seed = std::uint64_t(*seed)};
+    return settings;
+}
 
-    std::vector<std::shared_ptr<const inference::ImagePatches>> images;
-    for (const std::string& file : imageFiles) {
+using ImageList = std::vector<std::shared_ptr<const inference::ImagePatches>>;
+
+// Each --image decoded and resized for the vision tower, with a line on stderr about its size.
+Result<ImageList> prepareImages(inference::Engine& engine, const std::vector<std::string>& files) {
+    ImageList images;
+    for (const std::string& file : files) {
         Result<inference::RgbImage> decoded = inference::readImageFile(file);
-        if (!decoded) return failure(decoded.status());
+        IRIS_RETURN_IF_ERROR(decoded.status());
         Result<std::shared_ptr<const inference::ImagePatches>> patches =
-            (*engine)->prepareImage(*decoded);
-        if (!patches) return failure(patches.status().withContext(file + ": "));
+            engine.prepareImage(*decoded);
+        IRIS_RETURN_IF_ERROR(patches.status().withContext(file + ": "));
         std::cerr << "iris generate: " << file << ": " << (*patches)->originalWidth << "x"
                   << (*patches)->originalHeight << " resized to " << (*patches)->resizedWidth << "x"
                   << (*patches)->resizedHeight << ", " << (*patches)->tokenCount()
                   << " image tokens\n";
         images.push_back(*patches);
     }
+    return images;
+}
 
-    inference::GenerateRequest request;
-    if (args->has("chat")) {
-        std::string content = *prompt;
-        if (markers == 0) {  // images first, as llama.cpp's mtmd tools do
-            std::string prefix;
-            for (std::size_t i = 0; i < images.size(); ++i)
-                prefix += inference::kImageMarker;
-            content = prefix + content;
-        }
-        std::vector<inference::ChatMessage> messages;
-        if (std::optional<std::string> system = args->value("system"))
-            messages.push_back({"system", *system, {}});
-        messages.push_back({"user", content, {}});
-        Result<std::string> rendered = (*engine)->chatTemplate().render(messages, {});
-        if (!rendered) return failure(rendered.status());
-        std::vector<std::int32_t> ids;
-        if (tokenizer.addBosToken() && tokenizer.bosId()) ids.push_back(*tokenizer.bosId());
-        const std::vector<std::int32_t> body = tokenizer.encode(*rendered, /*parseSpecial=*/true);
-        ids.insert(ids.end(), body.begin(), body.end());
-        if (images.empty()) {
-            request.prompt = std::move(ids);
-        } else {
-            const std::string_view placeholder = (*engine)->chatTemplate().imagePlaceholder();
-            const std::optional<std::int32_t> pad = tokenizer.findToken(placeholder);
-            if (!pad) {
-                return failure(Status::unsupported("the model's vocabulary has no " +
-                                                   std::string(placeholder) + " token"));
-            }
-            Result<inference::GenerateRequest> split =
-                inference::Engine::splitAtPlaceholders(ids, *pad, images);
-            if (!split) return failure(split.status());
-            request = std::move(*split);
-        }
-    } else if (images.empty()) {
-        if (tokenizer.addBosToken() && tokenizer.bosId())
-            request.prompt.push_back(*tokenizer.bosId());
-        const std::vector<std::int32_t> ids = tokenizer.encode(*prompt, /*parseSpecial=*/true);
-        request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
-    } else {
-        Result<inference::GenerateRequest> built =
-            rawPromptWithImages(tokenizer, (*engine)->vision()->config(), *prompt, images);
-        if (!built) return failure(built.status());
-        request = std::move(*built);
+// --chat: the prompt as a user message (after --system) in the model's chat template, the images
+// where the template puts its image placeholders.
+Result<inference::GenerateRequest> chatPrompt(inference::Engine& engine, const Arguments& args,
+                                              const GenerateSettings& settings,
+                                              const ImageList& images) {
+    const inference::Tokenizer& tokenizer = engine.tokenizer();
+    std::string content = settings.prompt;
+    if (settings.markers == 0) {  // images first, as llama.cpp's mtmd tools do
+        std::string prefix;
+        for (std::size_t i = 0; i < images.size(); ++i)
+            prefix += inference::kImageMarker;
+        content = prefix + content;
     }
-    request.maxTokens = *n;
-    request.stopStrings = args->values("stop");
-    request.sampling = {.temperature = float(*temp),
-                        .topK = int(*topK),
-                        .topP = float(*topP),
-                        .minP = float(*minP),
-                        .repetitionPenalty = float(*repeat),
-                        .presencePenalty = float(*presence),
-                        .frequencyPenalty = float(*frequency),
-                        .penaltyWindow = 64,
-                        .seed = std::uint64_t(*seed)};
-    request.onToken = [](std::int32_t, std::string_view piece) {
-        std::cout << piece << std::flush;
-        return true;
-    };
-    std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, "
-              << request.prompt.size() << " prompt tokens";
-    if (!images.empty()) std::cerr << " and " << images.size() << " images";
-    std::cerr << ", seed " << *seed << ", " << options.threads << " threads\n";
+    std::vector<inference::ChatMessage> messages;
+    if (std::optional<std::string> system = args.value("system"))
+        messages.push_back({"system", *system, {}});
+    messages.push_back({"user", content, {}});
+    Result<std::string> rendered = engine.chatTemplate().render(messages, {});
+    IRIS_RETURN_IF_ERROR(rendered.status());
+    std::vector<std::int32_t> ids;
+    if (tokenizer.addBosToken() && tokenizer.bosId()) ids.push_back(*tokenizer.bosId());
+    const std::vector<std::int32_t> body = tokenizer.encode(*rendered, /*parseSpecial=*/true);
+    ids.insert(ids.end(), body.begin(), body.end());
+    inference::GenerateRequest request;
+    if (images.empty()) {
+        request.prompt = std::move(ids);
+        return request;
+    }
+    const std::string_view placeholder = engine.chatTemplate().imagePlaceholder();
+    const std::optional<std::int32_t> pad = tokenizer.findToken(placeholder);
+    if (!pad) {
+        return Status::unsupported("the model's vocabulary has no " + std::string(placeholder) +
+                                   " token");
+    }
+    return inference::Engine::splitAtPlaceholders(ids, *pad, images);
+}
 
-    Result<std::unique_ptr<inference::Session>> session = (*engine)->newSession();
+// The prompt's tokens and images: --chat's template, the raw text, or the raw text with images.
+Result<inference::GenerateRequest> buildPrompt(inference::Engine& engine, const Arguments& args,
+                                               const GenerateSettings& settings,
+                                               const ImageList& images) {
+    if (args.has("chat")) return chatPrompt(engine, args, settings, images);
+    if (!images.empty())
+        return rawPromptWithImages(engine.tokenizer(), engine.vision()->config(), settings.prompt,
+                                   images);
+    const inference::Tokenizer& tokenizer = engine.tokenizer();
+    inference::GenerateRequest request;
+    if (tokenizer.addBosToken() && tokenizer.bosId()) request.prompt.push_back(*tokenizer.bosId());
+    const std::vector<std::int32_t> ids = tokenizer.encode(settings.prompt, /*parseSpecial=*/true);
+    request.prompt.insert(request.prompt.end(), ids.begin(), ids.end());
+    return request;
+}
+
+// Streams the answer to stdout (with --print-ids, its token ids on a last line) and the speeds
+// to stderr. Returns the exit code.
+int generateAndReport(inference::Engine& engine, const inference::GenerateRequest& request,
+                      bool printIds, std::size_t imageCount) {
+    Result<std::unique_ptr<inference::Session>> session = engine.newSession();
     if (!session) {
         std::cerr << "iris generate: " << session.status().message() << '\n';
         return 1;
@@ -253,7 +271,7 @@ int runGenerate(int argc, char** argv) {
         return 1;
     }
     std::cout << '\n';
-    if (args->has("print-ids")) {
+    if (printIds) {
         for (std::size_t i = 0; i < result->tokens.size(); ++i)
             std::cout << (i ? " " : "") << result->tokens[i];
         std::cout << '\n';
@@ -268,13 +286,48 @@ int runGenerate(int argc, char** argv) {
                  inference::stopReasonName(result->stop),
                  static_cast<long long>(result->promptTokens), prefillRate, result->tokens.size(),
                  decodeRate);
-    if (!images.empty()) {
+    if (imageCount != 0) {
         std::fprintf(stderr,
                      "iris generate: %lld image tokens; vision tower ran for %d images in %.2f s\n",
                      static_cast<long long>(result->imageTokens), result->imagesEncoded,
                      result->encodeSeconds);
     }
     return 0;
+}
+
+}  // namespace
+
+int runGenerate(int argc, char** argv) {
+    Result<Arguments> args = Arguments::parse(argc, argv, kOptions);
+    if (!args) return usageError(args.status().message());
+    if (args->has("help")) {
+        std::cout << "Usage: iris generate --model F.gguf [--mmproj MM.gguf --image FILE] "
+                     "--prompt TEXT [options]\n\n"
+                  << Arguments::usage(kOptions);
+        return 0;
+    }
+    Result<GenerateSettings> settings = readSettings(*args);
+    if (!settings) return usageError(settings.status().message());
+
+    Result<std::unique_ptr<inference::Engine>> engine =
+        inference::Engine::load(settings->model, settings->engine);
+    if (!engine) return failure(engine.status());
+    Result<ImageList> images = prepareImages(**engine, settings->imageFiles);
+    if (!images) return failure(images.status());
+    Result<inference::GenerateRequest> request = buildPrompt(**engine, *args, *settings, *images);
+    if (!request) return failure(request.status());
+    request->maxTokens = settings->maxTokens;
+    request->stopStrings = args->values("stop");
+    request->sampling = settings->sampling;
+    request->onToken = [](std::int32_t, std::string_view piece) {
+        std::cout << piece << std::flush;
+        return true;
+    };
+    std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, "
+              << request->prompt.size() << " prompt tokens";
+    if (!images->empty()) std::cerr << " and " << images->size() << " images";
+    std::cerr << ", seed " << settings->seed << ", " << settings->engine.threads << " threads\n";
+    return generateAndReport(**engine, *request, args->has("print-ids"), images->size());
 }
 
 }  // namespace iris::app

@@ -9,7 +9,9 @@
 #include "agent/image_codec.h"
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
-#include "app/cli/agent_setup.h"
+#include "app/cli/arguments.h"
+#include "app/session/browser_application.h"
+#include "app/session/environment_spec.h"
 
 namespace iris::app {
 namespace {

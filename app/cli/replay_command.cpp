@@ -17,6 +17,7 @@
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
+#include "app/session/browser_application.h"
 #include "base/temporary_folder.h"
 
 namespace iris::app {
@@ -106,6 +107,81 @@ int fail(const std::string& message) {
     return kExitError;
 }
 
+// The recorded session's plan, recording into `database`: the recorded steps (a fork: up to
+// --max-steps), and a web project restored into a new folder from the recorded files (or from a
+// copy of --project).
+Result<SessionPlan> replayPlan(const Arguments& args, const agent::SessionRecord& recording,
+                               bool forking, const fs::path& database) {
+    Result<SessionPlan> plan = planFromRecording(recording);
+    IRIS_RETURN_IF_ERROR(plan.status());
+    plan->database = database;
+    plan->loop.maxSteps = forking ? int(args.integer("max-steps", plan->loop.maxSteps).value())
+                                  : int(recording.steps.size());
+    if (plan->environment.kind != EnvironmentSpec::Kind::WebProject) return plan;
+    Result<fs::path> folder = makeTemporaryFolder("iris-replay");
+    IRIS_RETURN_IF_ERROR(folder.status());
+    const std::string copy = folder->string();
+    if (std::optional<std::string> project = args.value("project")) {
+        // Does the page as it is now still behave as recorded?
+        std::error_code error;
+        fs::copy(*project, copy, fs::copy_options::recursive, error);
+        if (error) return Status::ioError("--project " + *project + ": " + error.message());
+    } else {
+        IRIS_RETURN_IF_ERROR(restoreProjectFiles(recording.config, copy));
+    }
+    plan->environment.location = copy;
+    std::cout << "project restored to " << copy << '\n';
+    return plan;
+}
+
+// Runs the loop with `client` answering; `recorder` sees every step; the steps from
+// `printFrom` on are printed as `iris run` prints them. Ctrl-C stops it within one step.
+agent::LoopResult runReplayLoop(PreparedSession& prepared, agent::ModelClient& client,
+                                ReplayRecorder& recorder, const agent::LoopOptions& options,
+                                InterruptWatcher& interrupts, std::optional<int> printFrom) {
+    agent::AgentLoop loop(*prepared.environment, client, agent::SafetyPolicy(prepared.safety),
+                          prepared.workspace ? &*prepared.workspace : nullptr, &recorder, options);
+    interrupts.onInterrupt([&loop] { loop.requestStop(); });
+    const agent::LoopResult result = loop.run([&](const agent::StepReport& report) {
+        if (printFrom && report.index >= *printFrom) printStep(std::cout, report);
+    });
+    interrupts.onInterrupt({});
+    return result;
+}
+
+// A fork's end: its session's status is the live continuation's.
+int finishFork(agent::SessionStore& store, const ReplayRecorder& recorder,
+               const agent::LoopResult& result) {
+    if (Status finished =
+            store.finishSession(recorder.session(), sessionStatusOf(result.end), result.score);
+        !finished.isOk()) {
+        std::cerr << "iris replay: " << finished.message() << '\n';
+    }
+    std::cout << "fork: " << agent::loopEndName(result.end) << " after " << result.steps << " steps"
+              << (result.message.empty() ? "" : " (" + result.message + ")") << '\n';
+    return result.end == agent::LoopEnd::Done ? kExitDone : kExitNotDone;
+}
+
+// A replay's verdict: the first step whose screenshot diverges, a replay that ended early, or
+// every step identical.
+int reportComparison(std::int64_t session, int recordedSteps, const ReplayRecorder& recorder,
+                     const agent::LoopResult& result) {
+    if (recorder.firstDivergence()) {
+        std::cout << "session " << session << " diverges first at step "
+                  << *recorder.firstDivergence() + 1 << ": " << recorder.divergence() << '\n';
+        return kExitNotDone;
+    }
+    if (recorder.compared() < recordedSteps) {
+        std::cout << "replay ended after " << recorder.compared() << " of " << recordedSteps
+                  << " steps: " << agent::loopEndName(result.end) << " (" << result.message
+                  << ")\n";
+        return kExitNotDone;
+    }
+    std::cout << "session " << session << ": all " << recordedSteps
+              << " steps replayed with identical screenshots\n";
+    return kExitDone;
+}
+
 }  // namespace
 
 int runReplay(int argc, char** argv) {
@@ -136,7 +212,7 @@ int runReplay(int argc, char** argv) {
             return kExitUsage;
         }
     }
-    Result<std::unique_ptr<agent::ModelClient>> live = makeModelClient(*args);
+    Result<std::unique_ptr<agent::ModelClient>> live = modelClientFromArguments(*args);
     if (!live) return fail(live.status().message());
     const bool forking = *fromStep >= 0;
     if (forking != bool(*live)) {
@@ -154,28 +230,8 @@ int runReplay(int argc, char** argv) {
         return fail("session " + std::to_string(*id) + " has only " +
                     std::to_string(recordedSteps) + " steps");
     }
-
-    Result<SessionPlan> plan = planFromRecording(*recording);
+    Result<SessionPlan> plan = replayPlan(*args, *recording, forking, database);
     if (!plan) return fail(plan.status().message());
-    plan->database = database;
-    plan->loop.maxSteps =
-        forking ? int(args->integer("max-steps", plan->loop.maxSteps).value()) : recordedSteps;
-    if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
-        Result<fs::path> folder = makeTemporaryFolder("iris-replay");
-        if (!folder) return fail(folder.status().message());
-        const std::string copy = folder->string();
-        if (std::optional<std::string> project = args->value("project")) {
-            // Does the page as it is now still behave as recorded?
-            std::error_code error;
-            fs::copy(*project, copy, fs::copy_options::recursive, error);
-            if (error) return fail("--project " + *project + ": " + error.message());
-        } else if (Status restored = restoreProjectFiles(recording->config, copy);
-                   !restored.isOk()) {
-            return fail(restored.message());
-        }
-        plan->environment.location = copy;
-        std::cout << "project restored to " << copy << '\n';
-    }
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     Result<PreparedSession> prepared = prepareSession(*plan);
@@ -194,41 +250,11 @@ int runReplay(int argc, char** argv) {
         std::cout << "session " << *forked << ": fork of session " << *id << " at step "
                   << *fromStep + 1 << '\n';
     }
-    agent::AgentLoop loop(*prepared->environment, *client, agent::SafetyPolicy(prepared->safety),
-                          prepared->workspace ? &*prepared->workspace : nullptr, &recorder,
-                          plan->loop);
-    interrupts.onInterrupt([&loop] { loop.requestStop(); });
-    const agent::LoopResult result = loop.run([&](const agent::StepReport& report) {
-        if (forking && report.index >= *fromStep) printStep(std::cout, report);
-    });
-    interrupts.onInterrupt({});
-
-    if (forking) {
-        // The forked session's status is the live continuation's.
-        if (Status finished =
-                store->finishSession(recorder.session(), sessionStatusOf(result.end), result.score);
-            !finished.isOk()) {
-            std::cerr << "iris replay: " << finished.message() << '\n';
-        }
-        std::cout << "fork: " << agent::loopEndName(result.end) << " after " << result.steps
-                  << " steps" << (result.message.empty() ? "" : " (" + result.message + ")")
-                  << '\n';
-        return result.end == agent::LoopEnd::Done ? kExitDone : kExitNotDone;
-    }
-    if (recorder.firstDivergence()) {
-        std::cout << "session " << *id << " diverges first at step "
-                  << *recorder.firstDivergence() + 1 << ": " << recorder.divergence() << '\n';
-        return kExitNotDone;
-    }
-    if (recorder.compared() < recordedSteps) {
-        std::cout << "replay ended after " << recorder.compared() << " of " << recordedSteps
-                  << " steps: " << agent::loopEndName(result.end) << " (" << result.message
-                  << ")\n";
-        return kExitNotDone;
-    }
-    std::cout << "session " << *id << ": all " << recordedSteps
-              << " steps replayed with identical screenshots\n";
-    return kExitDone;
+    const agent::LoopResult result =
+        runReplayLoop(*prepared, *client, recorder, plan->loop, interrupts,
+                      forking ? std::optional<int>(int(*fromStep)) : std::nullopt);
+    if (forking) return finishFork(*store, recorder, result);
+    return reportComparison(*id, recordedSteps, recorder, result);
 }
 
 }  // namespace iris::app

@@ -11,6 +11,8 @@
 #include "app/cli/agent_commands.h"
 #include "app/cli/agent_session.h"
 #include "app/cli/agent_setup.h"
+#include "app/session/browser_application.h"
+#include "app/session/environment_spec.h"
 #include "inference/engine.h"
 #include "inference/vision/image_preprocess.h"
 
@@ -213,7 +215,7 @@ int runRun(int argc, char** argv) {
         plan.loop.goal = agent::VisualGoal{*image, *goodEnough, int(*patience)};
     }
 
-    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*args);
+    Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
     if (!client) {
         std::cerr << "iris run: " << client.status().message() << '\n';
         return kExitError;

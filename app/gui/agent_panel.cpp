@@ -74,15 +74,28 @@ private:
 
 AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("agentPanel"));
+    // In the order the person reads them: the instruction, the target, the controls, the report.
+    QLabel* instructionLabel = createInstructionEditor();
+    createTargetPicker();
+    createControls();
+    QWidget* report = createReport();
+    layOut(instructionLabel, report);
+    clearTarget();
+    setRunning(false);
+}
 
-    auto* instructionLabel = new QLabel(tr("&Instruction:"), this);
+QLabel* AgentPanel::createInstructionEditor() {
+    auto* label = new QLabel(tr("&Instruction:"), this);
     m_instruction = new QPlainTextEdit(this);
     m_instruction->setObjectName(QStringLiteral("instruction"));
     m_instruction->setPlaceholderText(tr("What should the agent do? (Ctrl+Return starts)"));
     m_instruction->setTabChangesFocus(true);
     m_instruction->setMaximumHeight(fontMetrics().lineSpacing() * 5 + 12);
-    instructionLabel->setBuddy(m_instruction);
+    label->setBuddy(m_instruction);
+    return label;
+}
 
+void AgentPanel::createTargetPicker() {
     m_target = new ImageDropLabel([this](const QString& path) { setTargetImage(path); }, this);
     m_target->setObjectName(QStringLiteral("targetImage"));
     m_target->setFixedSize(kTargetSize);
@@ -95,7 +108,9 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     m_clearTarget = new QPushButton(tr("Clea&r target"), this);
     connect(m_chooseTarget, &QPushButton::clicked, this, &AgentPanel::chooseTarget);
     connect(m_clearTarget, &QPushButton::clicked, this, &AgentPanel::clearTarget);
+}
 
+void AgentPanel::createControls() {
     m_start = new QPushButton(tr("&Start"), this);
     m_start->setObjectName(QStringLiteral("start"));
     m_start->setToolTip(tr("Start the agent (Ctrl+Return)"));
@@ -124,7 +139,9 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     auto* stop = new QShortcut(QKeySequence(Qt::Key_Escape), this);
     stop->setContext(Qt::WidgetWithChildrenShortcut);
     connect(stop, &QShortcut::activated, m_stop, &QPushButton::click);
+}
 
+QWidget* AgentPanel::createReport() {
     m_error = new QLabel(this);
     m_error->setObjectName(QStringLiteral("error"));
     m_error->setWordWrap(true);
@@ -153,21 +170,6 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     m_stats->setObjectName(QStringLiteral("stats"));
     m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
-    auto* targetButtons = new QVBoxLayout;
-    targetButtons->addWidget(m_chooseTarget);
-    targetButtons->addWidget(m_clearTarget);
-    targetButtons->addStretch();
-    auto* targetRow = new QHBoxLayout;
-    targetRow->addWidget(m_target);
-    targetRow->addLayout(targetButtons);
-    targetRow->addStretch();
-
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(m_start);
-    controls->addWidget(m_pause);
-    controls->addWidget(m_stop);
-    controls->addStretch();
-
     auto* answerBox = new QWidget(this);
     auto* answerLayout = new QVBoxLayout(answerBox);
     answerLayout->setContentsMargins(0, 0, 0, 0);
@@ -184,6 +186,24 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     splitter->setChildrenCollapsible(false);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 2);
+    return splitter;
+}
+
+void AgentPanel::layOut(QLabel* instructionLabel, QWidget* report) {
+    auto* targetButtons = new QVBoxLayout;
+    targetButtons->addWidget(m_chooseTarget);
+    targetButtons->addWidget(m_clearTarget);
+    targetButtons->addStretch();
+    auto* targetRow = new QHBoxLayout;
+    targetRow->addWidget(m_target);
+    targetRow->addLayout(targetButtons);
+    targetRow->addStretch();
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(m_start);
+    controls->addWidget(m_pause);
+    controls->addWidget(m_stop);
+    controls->addStretch();
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(instructionLabel);
@@ -191,7 +211,7 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     layout->addLayout(targetRow);
     layout->addLayout(controls);
     layout->addWidget(m_error);
-    layout->addWidget(splitter, 1);
+    layout->addWidget(report, 1);
     layout->addWidget(m_stats);
 
     setTabOrder(m_instruction, m_chooseTarget);
@@ -201,9 +221,6 @@ AgentPanel::AgentPanel(QWidget* parent) : QWidget(parent) {
     setTabOrder(m_pause, m_stop);
     setTabOrder(m_stop, m_answer);
     setTabOrder(m_answer, m_timeline);
-
-    clearTarget();
-    setRunning(false);
 }
 
 QString AgentPanel::instruction() const {

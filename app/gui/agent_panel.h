@@ -57,6 +57,14 @@ Q_SIGNALS:
     void pauseToggled(bool paused);  // true: the person takes over
 
 private:
+    // The constructor's parts: each creates its widgets (children of the panel) and connects
+    // them; layOut arranges them and sets the tab order.
+    QLabel* createInstructionEditor();  // returns the editor's caption
+    void createTargetPicker();
+    void createControls();
+    QWidget* createReport();  // the error line and stats; returns the answer/steps splitter
+    void layOut(QLabel* instructionLabel, QWidget* report);
+
     void requestStart();
     void chooseTarget();
     void updateStats();

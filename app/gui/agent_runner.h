@@ -23,7 +23,7 @@
 #include "agent/recording/recording_types.h"
 #include "agent/safety_policy.h"
 #include "agent/workspace/workspace.h"
-#include "app/cli/agent_session.h"
+#include "app/session/session_plan.h"
 
 namespace iris::agent {
 class GuiThreadEnvironment;

@@ -6,10 +6,10 @@
 #include <QIcon>
 
 #include "app/build_info.h"
-#include "app/cli/agent_setup.h"
 #include "app/gui/main_window.h"
+#include "app/session/browser_application.h"
 
-// rcc's initialiser sits in the static library iris_app; calling it keeps the linker from
+// rcc's initialiser sits in the static library iris_app_gui; calling it keeps the linker from
 // dropping the resources. Q_INIT_RESOURCE must be used outside any namespace.
 static void initIrisResources() {
     Q_INIT_RESOURCE(resources);

@@ -27,8 +27,6 @@
 #include <QStatusBar>
 #include <QToolBar>
 
-#include "agent/clients/local_engine_client.h"
-#include "agent/clients/openai_client.h"
 #include "agent/env/browser/browser_environment.h"
 #include "agent/image_codec.h"
 #include "agent/recording/replay_client.h"
@@ -39,6 +37,7 @@
 #include "app/gui/session_library.h"
 #include "app/gui/session_viewer.h"
 #include "app/gui/settings_dialog.h"
+#include "app/session/model_choice.h"
 #include "app/version.h"
 #include "kernels/cpu_features.h"
 #include "kernels/cuda_info.h"
@@ -346,46 +345,56 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
     if (m_runner->isRunning() || m_loadingBar->isVisible()) return;
     if (instruction.trimmed().isEmpty())
         return m_agentPanel->showError(tr("Write an instruction first."));
+    std::optional<SessionPlan> plan = planSession(instruction, targetPath);
+    if (plan) startWithConfiguredModel(std::move(*plan));
+}
 
+std::optional<SessionPlan> MainWindow::planSession(const QString& instruction,
+                                                   const QString& targetPath) {
     SessionPlan plan;
     if (m_demo) {
         plan = makeDemoPlan(*m_demo, m_settings.maxSteps);
     } else if (m_environment.location.empty() &&
                m_environment.kind != EnvironmentSpec::Kind::PrivateDesktop) {
-        return m_agentPanel->showError(
+        m_agentPanel->showError(
             tr("Choose where the agent acts: File \u25b8 Open Web Project, Open URL, or Run the "
                "Demo."));
+        return std::nullopt;
     } else {
         plan.environment = m_environment;
         plan.loop.browser = m_environment.kind != EnvironmentSpec::Kind::PrivateDesktop;
         plan.loop.maxSteps = m_settings.maxSteps;
         Result<agent::ActionFormat> format =
             agent::actionFormatFromName(m_settings.actionFormat.toStdString());
-        if (!format)
-            return showError(tr("Settings"), QString::fromStdString(format.status().message()));
+        if (!format) {
+            showError(tr("Settings"), QString::fromStdString(format.status().message()));
+            return std::nullopt;
+        }
         plan.loop.format = *format;
     }
     plan.loop.instruction = instruction.trimmed().toStdString();
     plan.loop.screenshotsInHistory = m_settings.screenshotsInHistory;
     plan.database = m_settings.databasePath.toStdString();
     if (!targetPath.isEmpty() && (!m_demo || targetPath.toStdString() != m_demo->targetPath)) {
-        if (plan.environment.kind != EnvironmentSpec::Kind::WebProject)
-            return m_agentPanel->showError(tr("A target image needs a web project."));
+        if (plan.environment.kind != EnvironmentSpec::Kind::WebProject) {
+            m_agentPanel->showError(tr("A target image needs a web project."));
+            return std::nullopt;
+        }
         Result<cv::Mat> target = agent::readImageFile(targetPath.toStdString());
-        if (!target)
-            return m_agentPanel->showError(QString::fromStdString(target.status().message()));
+        if (!target) {
+            m_agentPanel->showError(QString::fromStdString(target.status().message()));
+            return std::nullopt;
+        }
         plan.loop.goal = agent::VisualGoal{*target, 0.99, 3};
     }
+    return plan;
+}
 
-    const bool endpoint = m_settings.backend == AppSettings::Backend::Endpoint;
-    if (endpoint) {
-        agent::OpenAiSettings openAi;
-        openAi.baseUrl = m_settings.endpointUrl.toStdString();
-        openAi.model = m_settings.endpointModelName.toStdString();
-        openAi.apiKeyEnv = m_settings.apiKeyEnv.toStdString();
-        return startSession(std::move(plan), std::make_unique<agent::OpenAiClient>(openAi));
-    }
-    if (m_settings.modelPath.isEmpty()) {
+void MainWindow::startWithConfiguredModel(SessionPlan plan) {
+    const ModelChoice choice = modelChoiceOf(m_settings);
+    if (choice.backend == ModelChoice::Backend::LocalEngine)
+        return loadModelThenStart(std::move(plan), choice);
+    if (choice.backend == ModelChoice::Backend::None) {
         if (!m_demo) {
             return m_agentPanel->showError(
                 tr("No model is configured: choose one in File \u25b8 Settings."));
@@ -397,20 +406,22 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
         return startSession(std::move(plan),
                             std::make_unique<agent::ReplayClient>(m_demo->demonstration));
     }
+    // A server: nothing to load.
+    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(choice);
+    if (!client) return showError(tr("Model"), QString::fromStdString(client.status().message()));
+    startSession(std::move(plan), std::move(*client));
+}
+
+void MainWindow::loadModelThenStart(SessionPlan plan, const ModelChoice& choice) {
     // Loading a model takes seconds: on a thread, then back here.
     statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
     m_loadingBar->setValue(0);
     m_loadingBar->show();
     m_startAction->setEnabled(false);
-    inference::EngineOptions options;
-    options.threads = m_settings.threads;
-    options.contextSize = m_settings.contextSize;
-    options.mmprojPath = m_settings.mmprojPath.toStdString();
-    const std::string path = m_settings.modelPath.toStdString();
     QPointer<MainWindow> self(this);
     // Called on the loading thread: each report is queued to the GUI thread (the engine already
     // reports only when the per-mille value rises).
-    options.onLoadProgress = [self](double fraction) {
+    LoadProgress onLoadProgress = [self](double fraction) {
         const int value = static_cast<int>(std::lround(fraction * kLoadingBarSteps));
         QMetaObject::invokeMethod(
             qApp,
@@ -420,9 +431,9 @@ void MainWindow::onStartRequested(const QString& instruction, const QString& tar
             Qt::QueuedConnection);
     };
     auto shared = std::make_shared<SessionPlan>(std::move(plan));
-    std::thread([self, shared, path, options] {
-        auto loaded = std::make_shared<Result<std::unique_ptr<agent::LocalEngineClient>>>(
-            agent::LocalEngineClient::open(path, options));
+    std::thread([self, shared, choice, onLoadProgress] {
+        auto loaded = std::make_shared<Result<std::unique_ptr<agent::ModelClient>>>(
+            makeModelClient(choice, onLoadProgress));
         QMetaObject::invokeMethod(qApp, [self, shared, loaded] {
             MainWindow* window = self.data();
             if (window == nullptr) return;  // closed while the model loaded
@@ -467,13 +478,10 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
         return showError(tr("Fork"), tr("Forking continues with a live model: configure an "
                                         "endpoint in File \u25b8 Settings."));
     }
-    agent::OpenAiSettings openAi;
-    openAi.baseUrl = m_settings.endpointUrl.toStdString();
-    openAi.model = m_settings.endpointModelName.toStdString();
-    openAi.apiKeyEnv = m_settings.apiKeyEnv.toStdString();
+    Result<std::unique_ptr<agent::ModelClient>> live = makeModelClient(modelChoiceOf(m_settings));
+    if (!live) return showError(tr("Fork"), QString::fromStdString(live.status().message()));
     startSession(std::move(*plan),
-                 std::make_unique<agent::ForkClient>(
-                     *recording, fromStep, std::make_unique<agent::OpenAiClient>(openAi)));
+                 std::make_unique<agent::ForkClient>(*recording, fromStep, std::move(*live)));
 }
 
 void MainWindow::startSession(SessionPlan plan, std::unique_ptr<agent::ModelClient> client) {

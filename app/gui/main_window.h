@@ -11,9 +11,9 @@
 
 #include "agent/clients/model_client.h"
 #include "agent/env/desktop/global_hotkey.h"
-#include "app/cli/agent_session.h"
-#include "app/cli/demo_project.h"
 #include "app/gui/settings.h"
+#include "app/session/demo_project.h"
+#include "app/session/session_plan.h"
 
 class QAction;
 class QMenu;
@@ -27,6 +27,7 @@ class AgentPanel;
 class AgentRunner;
 class SessionLibraryWidget;
 class SessionViewerWidget;
+struct ModelChoice;
 struct RunOutcome;
 struct StepView;
 
@@ -71,6 +72,14 @@ private:
     // Starts a session on the current environment with `client`; takes over the live view.
     void startSession(SessionPlan plan, std::unique_ptr<agent::ModelClient> client);
     void onStartRequested(const QString& instruction, const QString& targetPath);
+    // The session the panel asks for on the current environment (or the demo); nullopt after
+    // showing why there is none.
+    std::optional<SessionPlan> planSession(const QString& instruction, const QString& targetPath);
+    // Starts `plan` with the model the settings choose: a server at once, the demonstration when
+    // the demo runs without a model, a local model once loadModelThenStart has loaded it.
+    void startWithConfiguredModel(SessionPlan plan);
+    // Loads the local model on a thread (the loading bar shows its progress), then starts.
+    void loadModelThenStart(SessionPlan plan, const ModelChoice& choice);
     void onStep(const StepView& step);
     void onFinished(const RunOutcome& outcome);
     // Compares a finished replay's screenshots with the recording's, off the GUI thread, and

@@ -14,7 +14,7 @@
 #include <QUrl>
 
 #include "agent/actions/action_format.h"
-#include "app/cli/agent_setup.h"
+#include "app/session/data_paths.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/models/model.h"
 #include "inference/thread_pool.h"
@@ -103,6 +103,23 @@ int defaultThreadCount() {
 
 QString defaultDatabasePath() {
     return nativePath(defaultSessionDatabasePath());
+}
+
+ModelChoice modelChoiceOf(const AppSettings& settings) {
+    ModelChoice choice;
+    if (settings.backend == AppSettings::Backend::Endpoint) {
+        choice.backend = ModelChoice::Backend::Endpoint;
+        choice.endpoint = settings.endpointUrl.toStdString();
+        choice.modelName = settings.endpointModelName.toStdString();
+        choice.apiKeyEnv = settings.apiKeyEnv.toStdString();
+    } else if (!settings.modelPath.isEmpty()) {
+        choice.backend = ModelChoice::Backend::LocalEngine;
+        choice.modelPath = settings.modelPath.toStdString();
+        choice.mmprojPath = settings.mmprojPath.toStdString();
+        choice.threads = settings.threads;
+        choice.contextSize = settings.contextSize;
+    }
+    return choice;
 }
 
 bool isValidEnvironmentName(const QString& name) {

@@ -10,6 +10,7 @@
 #include <QSize>
 #include <QString>
 
+#include "app/session/model_choice.h"
 #include "base/status.h"
 
 class QSettings;
@@ -19,7 +20,7 @@ namespace iris::app {
 // std::thread::hardware_concurrency(), at least 1.
 int defaultThreadCount();
 
-// The CLI's default session database (defaultSessionDatabasePath()), as a QString.
+// The CLI's default session database (app/session's defaultSessionDatabasePath()), as a QString.
 QString defaultDatabasePath();
 
 struct AppSettings {
@@ -57,6 +58,11 @@ inline constexpr QSize kMaxViewport{7680, 4320};
 // kept as read so that problems() can name them.
 AppSettings loadSettings(QSettings& store);
 void saveSettings(const AppSettings& settings, QSettings& store);
+
+// The model the settings choose, for makeModelClient: the endpoint, the local model, or
+// Backend::None when the local backend has no model file (the demo then replays its
+// demonstration). Ranges are problems()'s to check.
+ModelChoice modelChoiceOf(const AppSettings& settings);
 
 // What stops these settings from running an agent, one sentence each naming the field; empty
 // when they are usable. Checks that files exist but does not parse them (see describeGguf).

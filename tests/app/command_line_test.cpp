@@ -11,6 +11,12 @@
 namespace iris::app {
 namespace {
 
+// app/main.cpp passes app/gui's runGui; no test here names the gui subcommand.
+int noGui(int /*argc*/, char** /*argv*/) {
+    ADD_FAILURE() << "the GUI was started";
+    return 1;
+}
+
 int run(std::initializer_list<const char*> args, std::string& out, std::string& err) {
     std::vector<std::string> storage(args.begin(), args.end());
     std::vector<char*> argv;
@@ -18,7 +24,7 @@ int run(std::initializer_list<const char*> args, std::string& out, std::string& 
         argv.push_back(s.data());
     argv.push_back(nullptr);
     std::ostringstream o, e;
-    const int code = runCommandLine(int(storage.size()), argv.data(), o, e);
+    const int code = runCommandLine(int(storage.size()), argv.data(), o, e, noGui);
     out = o.str();
     err = e.str();
     return code;

@@ -1,7 +1,9 @@
 // The layers of docs/architecture.md, enforced on the #include lines of the source tree:
 //   base <- kernels <- inference <- agent <- agent/env <- app   (a layer includes only itself and
 // below) and Qt only in agent/env/ and app/ (base, kernels, inference and the agent core build
-// without it).
+// without it). Inside app/, the two front ends share app/session and stay apart: app/cli never
+// includes app/gui nor app/gui app/cli, and app/session (like the rest of app/) neither; only
+// app/main.cpp, which ties the command line to the GUI, sees both.
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -69,6 +71,71 @@ std::optional<std::string> violation(Layer from, const std::string& header, bool
     return std::nullopt;
 }
 
+// The parts of app/ for the front-end rule.
+enum class AppPart { Session, Cli, Gui, Main, Other, NotApp };
+
+AppPart appPartOf(const std::string& path) {
+    if (path.starts_with("app/session/")) return AppPart::Session;
+    if (path.starts_with("app/cli/")) return AppPart::Cli;
+    if (path.starts_with("app/gui/")) return AppPart::Gui;
+    if (path == "app/main.cpp") return AppPart::Main;
+    if (path.starts_with("app/")) return AppPart::Other;
+    return AppPart::NotApp;
+}
+
+// Why `file` (a repository path) may not include `header` (quoted: a repository path) because
+// it would tie a front end to the other, or app/session to either; nullopt when it may.
+std::optional<std::string> frontEndViolation(const std::string& file, const std::string& header) {
+    const AppPart from = appPartOf(file);
+    const AppPart to = appPartOf(header);
+    if (to != AppPart::Cli && to != AppPart::Gui) return std::nullopt;
+    // Below app/, including app/ at all is the layer rule's to refuse.
+    if (from == to || from == AppPart::Main || from == AppPart::NotApp) return std::nullopt;
+    const std::string target = to == AppPart::Cli ? "app/cli" : "app/gui";
+    switch (from) {
+        case AppPart::Cli:
+        case AppPart::Gui:
+            return std::string(from == AppPart::Cli ? "app/cli" : "app/gui") + " may not include " +
+                   target + " (" + header + "): share through app/session instead";
+        case AppPart::Session:
+            return "app/session may not include " + target + " (" + header + ")";
+        default:
+            break;
+    }
+    return "only app/main.cpp may include both front ends; not " + file + " (" + header + ")";
+}
+
+TEST(Layering, RulesKeepTheCommandLineAndTheGuiApart) {
+    struct Case {
+        std::string file;
+        std::string header;
+        bool allowed;
+    };
+    const std::vector<Case> cases = {
+        {"app/cli/command_line.cpp", "app/gui/gui_main.h", false},
+        {"app/cli/eval/eval_command.cpp", "app/gui/settings.h", false},
+        {"app/gui/main_window.h", "app/cli/agent_session.h", false},
+        {"app/gui/settings.cpp", "app/cli/agent_setup.h", false},
+        {"app/session/session_plan.cpp", "app/cli/agent_session.h", false},
+        {"app/session/model_choice.h", "app/gui/settings.h", false},
+        {"app/version.cpp", "app/cli/command_line.h", false},
+        {"app/cli/run_command.cpp", "app/cli/agent_setup.h", true},
+        {"app/cli/eval/eval_command.cpp", "app/cli/eval/eval_runner.h", true},
+        {"app/gui/main_window.cpp", "app/gui/agent_panel.h", true},
+        {"app/cli/run_command.cpp", "app/session/session_plan.h", true},
+        {"app/gui/main_window.h", "app/session/demo_project.h", true},
+        {"app/session/demo_project.h", "app/session/session_plan.h", true},
+        {"app/gui/main_window.cpp", "app/version.h", true},
+        {"app/cli/agent_session.h", "agent/agent_loop.h", true},
+        {"app/main.cpp", "app/cli/command_line.h", true},
+        {"app/main.cpp", "app/gui/gui_main.h", true},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(!frontEndViolation(c.file, c.header).has_value(), c.allowed)
+            << c.file << " includes " << c.header;
+    }
+}
+
 TEST(Layering, RulesCatchUpwardIncludesAndQtBelowTheEnvironment) {
     struct Case {
         Layer from;
@@ -125,7 +192,11 @@ TEST(Layering, SourceTreeFollowsTheRules) {
             for (int number = 1; std::getline(in, line); ++number) {
                 std::smatch m;
                 if (!std::regex_search(line, m, include)) continue;
-                if (auto why = violation(from, m[2].str(), m[1].str() == "\"")) {
+                const bool quoted = m[1].str() == "\"";
+                if (auto why = violation(from, m[2].str(), quoted)) {
+                    problems.push_back(path + ":" + std::to_string(number) + ": " + *why);
+                }
+                if (auto why = quoted ? frontEndViolation(path, m[2].str()) : std::nullopt) {
                     problems.push_back(path + ":" + std::to_string(number) + ": " + *why);
                 }
             }

@@ -13,6 +13,7 @@
 #include "app/cli/eval/eval_report.h"
 #include "app/cli/eval/eval_runner.h"
 #include "app/cli/interrupt_watcher.h"
+#include "app/session/browser_application.h"
 
 namespace iris::app {
 namespace {
@@ -135,7 +136,7 @@ int runRunCommand(int argc, char** argv) {
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
 
-    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*args);
+    Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
     if (!client) {
         std::cerr << "iris eval run: " << client.status().message() << '\n';
         return 3;

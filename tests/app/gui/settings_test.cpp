@@ -125,6 +125,35 @@ TEST(Settings, DefaultsMatchTheIssueAndTheCli) {
     EXPECT_EQ(s.viewport, QSize(1280, 800));
 }
 
+// The GUI hands the same ModelChoice to app/session's factory as `iris run` would make of the
+// equivalent options.
+TEST(Settings, ChooseTheModelTheBackendNames) {
+    AppSettings s;
+    s.modelPath = QStringLiteral("/models/m.gguf");
+    s.mmprojPath = QStringLiteral("/models/mmproj.gguf");
+    s.threads = 3;
+    s.contextSize = 8192;
+    ModelChoice local = modelChoiceOf(s);
+    EXPECT_EQ(local.backend, ModelChoice::Backend::LocalEngine);
+    EXPECT_EQ(local.modelPath, "/models/m.gguf");
+    EXPECT_EQ(local.mmprojPath, "/models/mmproj.gguf");
+    EXPECT_EQ(local.threads, 3);
+    EXPECT_EQ(local.contextSize, 8192);
+
+    s.backend = AppSettings::Backend::Endpoint;
+    s.endpointUrl = QStringLiteral("http://127.0.0.1:8000/v1");
+    s.endpointModelName = QStringLiteral("ui-tars");
+    s.apiKeyEnv = QStringLiteral("MY_KEY");
+    const ModelChoice endpoint = modelChoiceOf(s);
+    EXPECT_EQ(endpoint.backend, ModelChoice::Backend::Endpoint);
+    EXPECT_EQ(endpoint.endpoint, "http://127.0.0.1:8000/v1");
+    EXPECT_EQ(endpoint.modelName, "ui-tars");
+    EXPECT_EQ(endpoint.apiKeyEnv, "MY_KEY");
+
+    // No model file: the demo replays its demonstration, anything else asks for a model.
+    EXPECT_EQ(modelChoiceOf(AppSettings{}).backend, ModelChoice::Backend::None);
+}
+
 TEST(Settings, PersistAcrossRestarts) {
     QTemporaryDir folder;
     ASSERT_TRUE(folder.isValid());

@@ -3,7 +3,7 @@
 // explicit frame as itself, and a recording without the key gets the format's default again.
 #include <gtest/gtest.h>
 
-#include "app/cli/agent_session.h"
+#include "app/session/session_plan.h"
 
 namespace iris::app {
 namespace {

@@ -9,7 +9,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include "agent/recording/recording_types.h"
-#include "app/cli/agent_session.h"
+#include "app/session/session_plan.h"
 #include "base/status.h"
 
 namespace iris::app {

@@ -1,4 +1,4 @@
-#include "app/cli/demo_project.h"
+#include "app/session/demo_project.h"
 
 #include <fstream>
 
@@ -6,7 +6,7 @@
 
 #include "agent/image_codec.h"
 #include "agent/recording/chat_json.h"
-#include "app/cli/agent_setup.h"
+#include "app/session/data_paths.h"
 #include "base/temporary_folder.h"
 
 namespace iris::app {

@@ -1,0 +1,30 @@
+#include "app/session/data_paths.h"
+
+#include <cstdlib>
+#include <system_error>
+
+#include "app/build_info.h"
+
+namespace iris::app {
+namespace fs = std::filesystem;
+
+fs::path defaultSessionDatabasePath() {
+    if (const char* data = std::getenv("XDG_DATA_HOME"); data && *data)
+        return fs::path(data) / "iris" / "sessions.db";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return fs::path(home) / ".local" / "share" / "iris" / "sessions.db";
+    return fs::path("iris-sessions.db");
+}
+
+fs::path dataDirectory() {
+    if (const char* dir = std::getenv("IRIS_DATA_DIR"); dir && *dir) return dir;
+    std::error_code error;
+    const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+    if (!error) {
+        const fs::path installed = executable.parent_path().parent_path() / "share" / "iris";
+        if (fs::exists(installed / "demo", error)) return installed;
+    }
+    return kSourceResources;
+}
+
+}  // namespace iris::app

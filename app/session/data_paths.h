@@ -1,0 +1,15 @@
+#pragma once
+// Where Iris keeps and finds its files, for the command line and the GUI alike.
+#include <filesystem>
+
+namespace iris::app {
+
+// $XDG_DATA_HOME/iris/sessions.db (~/.local/share/iris/sessions.db): the session database when
+// none is named (iris --db, the GUI's storage setting).
+std::filesystem::path defaultSessionDatabasePath();
+
+// Iris's bundled data (demo project, target mockup, recorded demonstration): $IRIS_DATA_DIR, the
+// installed share/iris next to the executable, or the source tree's resources/.
+std::filesystem::path dataDirectory();
+
+}  // namespace iris::app

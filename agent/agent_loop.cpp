@@ -4,8 +4,11 @@
 #include <cmath>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/image_codec.h"
 #include "agent/prompt_builder.h"
+#include "agent/recording/model_image_event.h"
 #include "base/clock.h"
 
 namespace iris::agent {
@@ -89,9 +92,7 @@ CoordinateFrame AgentLoop::frameFor(int width, int height, int stepIndex) {
     if (!image) return CoordinateFrame{};  // the model saw the screenshot itself
     if (m_recorder && m_modelImageScreen != std::pair(width, height)) {
         m_modelImageScreen = std::pair(width, height);
-        const ModelImageEvent event{width, height, *image};
-        (void)m_recorder->recordEvent(
-            {stepIndex, 0, std::string(ModelImageEvent::kKind), event.text()});
+        (void)m_recorder->recordEvent(ModelImageEvent{width, height, *image}.toEvent(stepIndex));
     }
     return {CoordinateFrame::Kind::ResizedImage, image->width, image->height};
 }
@@ -156,8 +157,45 @@ std::string AgentLoop::executeActions(const std::vector<Action>& actions, StepRe
     return feedback;
 }
 
-LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) {
+// What run() carries from one step to the next.
+struct AgentLoop::Run {
     PromptSettings prompt;
+    Render render;               // the latest observation
+    StepTimings carriedTimings;  // the capture that opened the next step
+    std::optional<double> best;  // visual goal: the best score so far, and its revision
+    int bestRevision = 0;
+    int withoutImprovement = 0;
+    std::string feedback;  // for the model, with the next screenshot
+    std::vector<StepMemory> history;
+
+    LoopResult end(LoopEnd how, int steps, std::string message) const {
+        return {how, steps, std::move(message), best};
+    }
+};
+
+// One step as its phases build it.
+struct AgentLoop::Step {
+    int index = 0;
+    StepRecord record;
+    StepReport report;
+    StepMemory memory;  // what later prompts show of this step
+    ParsedStep parsed;
+    std::string nextFeedback;
+    bool filesChanged = false;
+};
+
+LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) {
+    Run run;
+    if (Status started = prepareRun(run); !started.isOk())
+        return {LoopEnd::Error, 0, started.message(), {}};
+    for (int index = 0; index < m_options.maxSteps; ++index) {
+        if (StepEnd end = runStep(run, index, onStep)) return *end;
+    }
+    return run.end(LoopEnd::MaxSteps, m_options.maxSteps, "step limit reached");
+}
+
+Status AgentLoop::prepareRun(Run& run) {
+    PromptSettings& prompt = run.prompt;
     prompt.format = m_options.format;
     prompt.instruction = m_options.instruction;
     prompt.browser = m_options.browser;
@@ -165,7 +203,7 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
     prompt.screenshotsInHistory = m_options.screenshotsInHistory;
     if (m_workspace) {
         Result<std::vector<ProjectFile>> files = m_workspace->snapshot();
-        if (!files) return {LoopEnd::Error, 0, "project: " + files.status().message(), {}};
+        if (!files) return files.status().withContext("project: ");
         for (const ProjectFile& file : *files) {
             prompt.projectFiles += file.path + " (" + std::to_string(file.size) + " bytes" +
                                    (file.text ? ")\n" : ", binary)\n");
@@ -173,195 +211,226 @@ LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) 
     }
     if (m_options.goal) {
         Result<std::shared_ptr<const EncodedImage>> target = encodePng(m_options.goal->target);
-        if (!target) return {LoopEnd::Error, 0, "target image: " + target.status().message(), {}};
+        if (!target) return target.status().withContext("target image: ");
         prompt.target = *target;
     }
-
-    auto record = [&](const SessionEvent& event) {
-        if (m_recorder) (void)m_recorder->recordEvent(event);
-    };
-
-    StepTimings firstTimings;
-    Result<Render> render = observe(firstTimings);
-    if (!render) return {LoopEnd::Error, 0, "observe: " + render.status().message(), {}};
-
-    std::optional<double> best;
-    int bestRevision = m_workspace ? m_workspace->revision() : 0;
-    int withoutImprovement = 0;
-    std::string feedback;
-    if (render->comparison) {
-        best = render->comparison->score;
-        feedback = render->comparison->summary;
+    IRIS_RETURN_IF_ERROR(lookAgain(run));
+    run.bestRevision = m_workspace ? m_workspace->revision() : 0;
+    if (run.render.comparison) {
+        run.best = run.render.comparison->score;
+        run.feedback = run.render.comparison->summary;
     }
+    return Status::ok();
+}
 
-    std::vector<StepMemory> history;
-    StepTimings carriedTimings = firstTimings;  // the capture that opened this step
-    for (int index = 0; index < m_options.maxSteps; ++index) {
-        if (paused()) {
-            if (!waitWhilePaused()) {
-                record({index, 0, "stop", "stopped on request while paused"});
-                return {LoopEnd::Stopped, index, "stopped on request", best};
-            }
-            // The person may have changed the page or the files: look again.
-            record({index, 0, "resume", "resumed after a pause"});
-            render = observe(carriedTimings);
-            if (!render)
-                return {LoopEnd::Error, index, "observe: " + render.status().message(), best};
-        }
-        if (m_stop.load()) {
-            record({index, 0, "stop", "stopped on request before step " + std::to_string(index)});
-            return {LoopEnd::Stopped, index, "stopped on request", best};
-        }
-        StepReport report;
-        report.index = index;
-        StepRecord step;
-        step.index = index;
-        step.timings = carriedTimings;
-        step.url = render->observation.url;
-        step.title = render->observation.title;
-        prompt.screenWidth = render->observation.screenshot.cols;
-        prompt.screenHeight = render->observation.screenshot.rows;
+Status AgentLoop::lookAgain(Run& run) {
+    Result<Render> render = observe(run.carriedTimings);
+    if (!render) return render.status().withContext("observe: ");
+    run.render = std::move(*render);
+    return Status::ok();
+}
 
-        Clock::time_point start = Clock::now();
-        Result<std::shared_ptr<const EncodedImage>> screenshot =
-            encodePng(render->observation.screenshot);
-        step.timings.encodeMs = millisecondsSince(start);
-        if (!screenshot) return {LoopEnd::Error, index, screenshot.status().message(), best};
-        step.observationPng = (*screenshot)->bytes;
+void AgentLoop::recordEvent(const SessionEvent& event) {
+    if (m_recorder) (void)m_recorder->recordEvent(event);
+}
 
-        StepMemory current{*screenshot, feedback, {}, {}};
-        step.request = buildChatRequest(prompt, history, current);
+AgentLoop::StepEnd AgentLoop::runStep(Run& run, int index,
+                                      const std::function<void(const StepReport&)>& onStep) {
+    if (StepEnd end = holdForPauseOrStop(run, index)) return end;
+    Step step;
+    step.index = index;
+    if (StepEnd end = askModel(run, step)) return end;
+    parseAnswer(run, step);
+    if (StepEnd end = act(run, step)) return end;
+    if (StepEnd end = judgeEdits(run, step)) return end;
 
-        start = Clock::now();
-        Result<ChatResponse> answer = m_client.complete(step.request, m_onText);
-        step.timings.modelMs = millisecondsSince(start);
-        if (!answer) {
-            const bool stopped = answer.status().code() == StatusCode::Cancelled || m_stop.load();
-            step.modelError = answer.status().message();
-            if (m_recorder) (void)m_recorder->recordStep(step);
-            if (stopped) return {LoopEnd::Stopped, index + 1, "stopped on request", best};
-            return {LoopEnd::Error, index + 1, "model: " + answer.status().message(), best};
-        }
-        step.response = *answer;
-
-        start = Clock::now();
-        ParseOptions parseOptions;
-        parseOptions.frame = frameFor(prompt.screenWidth, prompt.screenHeight, index);
-        parseOptions.screenWidth = prompt.screenWidth;
-        parseOptions.screenHeight = prompt.screenHeight;
-        ParsedStep parsed = parseModelOutput(m_options.format, *answer, parseOptions);
-        step.timings.parseMs = millisecondsSince(start);
-        step.actions = parsed.actions;
-        report.thought = parsed.thought;
-        report.answer = answer->text;
-        report.screenshot = *screenshot;
-        report.actions = parsed.actions;
-        std::string nextFeedback;
-        for (const std::string& error : parsed.errors) {
-            if (!step.parseError.empty()) step.parseError += '\n';
-            step.parseError += error;
-            report.problems.push_back(error);
-            nextFeedback += "Could not parse your answer: " + error + '\n';
-        }
-        if (parsed.actions.empty() && parsed.errors.empty())
-            nextFeedback += "Your answer contained no action.\n";
-        // Half an answer is not run: the actions that parsed may depend on the ones that did
-        // not (click a field, then type into it).
-        if (!parsed.errors.empty() && !parsed.actions.empty()) {
-            nextFeedback += "Nothing was executed; answer again with every action well-formed.\n";
-            parsed.actions.clear();
-        }
-
-        start = Clock::now();
-        bool filesChanged = false;
-        nextFeedback +=
-            executeActions(parsed.actions, report, step.results, step.edits, filesChanged);
-        if (m_options.pauseAfterActionsMs > 0) {
-            std::this_thread::sleep_for(
-                std::chrono::duration<double, std::milli>(m_options.pauseAfterActionsMs));
-        }
-        if (filesChanged) {
-            if (Status reloaded = m_environment.reload(); !reloaded.isOk())
-                return {LoopEnd::Error, index + 1, "reload: " + reloaded.message(), best};
-        }
-        step.timings.executeMs = millisecondsSince(start);
-
-        // The next observation; with a visual goal, also the verdict on this step's edits.
-        carriedTimings = {};
-        render = observe(carriedTimings);
-        if (!render)
-            return {LoopEnd::Error, index + 1, "observe: " + render.status().message(), best};
-        if (render->comparison) {
-            const double score = render->comparison->score;
-            report.score = score;
-            if (filesChanged && best && score <= *best + 1e-6) {
-                ++withoutImprovement;
-                const std::string line = "Your edit changed the similarity from " +
-                                         formatScore(*best) + " to " + formatScore(score) +
-                                         ", so it was reverted.";
-                nextFeedback += line + '\n';
-                report.verdict = "reverted: the score fell from " + formatScore(*best) + " to " +
-                                 formatScore(score);
-                if (Status reverted = m_workspace->revertTo(bestRevision); !reverted.isOk())
-                    return {LoopEnd::Error, index + 1, "revert: " + reverted.message(), best};
-                if (Status reloaded = m_environment.reload(); !reloaded.isOk())
-                    return {LoopEnd::Error, index + 1, "reload: " + reloaded.message(), best};
-                record({index, 0, "revert", line});
-                render = observe(carriedTimings);
-                if (!render)
-                    return {LoopEnd::Error, index + 1, "observe: " + render.status().message(),
-                            best};
-            } else if (filesChanged) {
-                withoutImprovement = 0;
-                nextFeedback += "Similarity improved from " + formatScore(best.value_or(0)) +
-                                " to " + formatScore(score) + ".\n";
-                report.verdict = "kept: the score rose from " + formatScore(best.value_or(0)) +
-                                 " to " + formatScore(score);
-                best = score;
-                bestRevision = m_workspace->revision();
-            }
-            nextFeedback += render->comparison->summary;
-        }
-
-        start = Clock::now();
-        if (m_recorder) {
-            if (Status written = m_recorder->recordStep(step); !written.isOk())
-                return {LoopEnd::Error, index + 1, written.message(), best};
-        }
-        step.timings.recordMs = millisecondsSince(start);
-        report.timings = step.timings;
-
-        // Tool formats with call ids get their results in tool messages; the rest in the text.
-        current.answer = *answer;
-        for (std::size_t c = 0; c < answer->toolCalls.size(); ++c) {
-            const ActionOutcome* outcome = c < step.results.size() ? &step.results[c] : nullptr;
-            current.toolResults.push_back(
-                !outcome ? "not executed"
-                         : (!outcome->ok ? "error: " + outcome->error
-                                         : (outcome->output.empty() ? "ok" : outcome->output)));
-        }
-        history.push_back(std::move(current));
-        feedback = std::move(nextFeedback);
-        if (onStep) onStep(report);
-
-        for (const Action& action : parsed.actions) {
-            if (const auto* done = std::get_if<Done>(&action))
-                return {LoopEnd::Done, index + 1, done->message, best};
-            if (const auto* fail = std::get_if<Fail>(&action))
-                return {LoopEnd::Failed, index + 1, fail->reason, best};
-        }
-        if (m_stop.load()) return {LoopEnd::Stopped, index + 1, "stopped on request", best};
-        if (m_options.goal && best && *best >= m_options.goal->goodEnough) {
-            return {LoopEnd::Done, index + 1, "the render matches the target", best};
-        }
-        if (m_options.goal && withoutImprovement >= m_options.goal->patience) {
-            return {
-                LoopEnd::NoImprovement, index + 1,
-                std::to_string(withoutImprovement) + " edits in a row did not improve the score",
-                best};
-        }
+    const Clock::time_point start = Clock::now();
+    if (m_recorder) {
+        if (Status written = m_recorder->recordStep(step.record); !written.isOk())
+            return run.end(LoopEnd::Error, index + 1, written.message());
     }
-    return {LoopEnd::MaxSteps, m_options.maxSteps, "step limit reached", best};
+    step.record.timings.recordMs = millisecondsSince(start);
+    step.report.timings = step.record.timings;
+
+    remember(run, step);
+    if (onStep) onStep(step.report);
+    return endAfter(run, step);
+}
+
+AgentLoop::StepEnd AgentLoop::holdForPauseOrStop(Run& run, int index) {
+    if (paused()) {
+        if (!waitWhilePaused()) {
+            recordEvent({index, 0, "stop", "stopped on request while paused"});
+            return run.end(LoopEnd::Stopped, index, "stopped on request");
+        }
+        // The person may have changed the page or the files: look again.
+        recordEvent({index, 0, "resume", "resumed after a pause"});
+        if (Status looked = lookAgain(run); !looked.isOk())
+            return run.end(LoopEnd::Error, index, looked.message());
+    }
+    if (m_stop.load()) {
+        recordEvent({index, 0, "stop", "stopped on request before step " + std::to_string(index)});
+        return run.end(LoopEnd::Stopped, index, "stopped on request");
+    }
+    return std::nullopt;
+}
+
+AgentLoop::StepEnd AgentLoop::askModel(Run& run, Step& step) {
+    const int index = step.index;
+    step.report.index = index;
+    step.record.index = index;
+    step.record.timings = run.carriedTimings;
+    step.record.url = run.render.observation.url;
+    step.record.title = run.render.observation.title;
+    run.prompt.screenWidth = run.render.observation.screenshot.cols;
+    run.prompt.screenHeight = run.render.observation.screenshot.rows;
+
+    Clock::time_point start = Clock::now();
+    Result<std::shared_ptr<const EncodedImage>> screenshot =
+        encodePng(run.render.observation.screenshot);
+    step.record.timings.encodeMs = millisecondsSince(start);
+    if (!screenshot) return run.end(LoopEnd::Error, index, screenshot.status().message());
+    step.record.observationPng = (*screenshot)->bytes;
+    step.report.screenshot = *screenshot;
+
+    step.memory = StepMemory{*screenshot, run.feedback, {}, {}};
+    step.record.request = buildChatRequest(run.prompt, run.history, step.memory);
+
+    start = Clock::now();
+    Result<ChatResponse> answer = m_client.complete(step.record.request, m_onText);
+    step.record.timings.modelMs = millisecondsSince(start);
+    if (!answer) {
+        const bool stopped = answer.status().code() == StatusCode::Cancelled || m_stop.load();
+        step.record.modelError = answer.status().message();
+        if (m_recorder) (void)m_recorder->recordStep(step.record);
+        if (stopped) return run.end(LoopEnd::Stopped, index + 1, "stopped on request");
+        return run.end(LoopEnd::Error, index + 1, "model: " + answer.status().message());
+    }
+    step.record.response = std::move(*answer);
+    return std::nullopt;
+}
+
+void AgentLoop::parseAnswer(Run& run, Step& step) {
+    const ChatResponse& answer = *step.record.response;
+    const Clock::time_point start = Clock::now();
+    ParseOptions parseOptions;
+    parseOptions.frame = frameFor(run.prompt.screenWidth, run.prompt.screenHeight, step.index);
+    parseOptions.screenWidth = run.prompt.screenWidth;
+    parseOptions.screenHeight = run.prompt.screenHeight;
+    step.parsed = parseModelOutput(m_options.format, answer, parseOptions);
+    step.record.timings.parseMs = millisecondsSince(start);
+    step.record.actions = step.parsed.actions;
+    step.report.thought = step.parsed.thought;
+    step.report.answer = answer.text;
+    step.report.actions = step.parsed.actions;
+    for (const std::string& error : step.parsed.errors) {
+        if (!step.record.parseError.empty()) step.record.parseError += '\n';
+        step.record.parseError += error;
+        step.report.problems.push_back(error);
+        step.nextFeedback += "Could not parse your answer: " + error + '\n';
+    }
+    if (step.parsed.actions.empty() && step.parsed.errors.empty())
+        step.nextFeedback += "Your answer contained no action.\n";
+    // Half an answer is not run: the actions that parsed may depend on the ones that did
+    // not (click a field, then type into it).
+    if (!step.parsed.errors.empty() && !step.parsed.actions.empty()) {
+        step.nextFeedback += "Nothing was executed; answer again with every action well-formed.\n";
+        step.parsed.actions.clear();
+    }
+}
+
+AgentLoop::StepEnd AgentLoop::act(Run& run, Step& step) {
+    const Clock::time_point start = Clock::now();
+    step.nextFeedback += executeActions(step.parsed.actions, step.report, step.record.results,
+                                        step.record.edits, step.filesChanged);
+    if (m_options.pauseAfterActionsMs > 0) {
+        std::this_thread::sleep_for(
+            std::chrono::duration<double, std::milli>(m_options.pauseAfterActionsMs));
+    }
+    if (step.filesChanged) {
+        if (Status reloaded = m_environment.reload(); !reloaded.isOk())
+            return run.end(LoopEnd::Error, step.index + 1, "reload: " + reloaded.message());
+    }
+    step.record.timings.executeMs = millisecondsSince(start);
+    return std::nullopt;
+}
+
+// The next observation; with a visual goal, also the verdict on this step's edits: kept when
+// they raised the score, else reverted.
+AgentLoop::StepEnd AgentLoop::judgeEdits(Run& run, Step& step) {
+    const int steps = step.index + 1;
+    run.carriedTimings = {};
+    if (Status looked = lookAgain(run); !looked.isOk())
+        return run.end(LoopEnd::Error, steps, looked.message());
+    if (!run.render.comparison) return std::nullopt;
+    const double score = run.render.comparison->score;
+    step.report.score = score;
+    if (step.filesChanged && run.best && score <= *run.best + 1e-6) {
+        ++run.withoutImprovement;
+        const std::string line = "Your edit changed the similarity from " + formatScore(*run.best) +
+                                 " to " + formatScore(score) + ", so it was reverted.";
+        step.nextFeedback += line + '\n';
+        step.report.verdict =
+            "reverted: the score fell from " + formatScore(*run.best) + " to " + formatScore(score);
+        if (Status reverted = m_workspace->revertTo(run.bestRevision); !reverted.isOk())
+            return run.end(LoopEnd::Error, steps, "revert: " + reverted.message());
+        if (Status reloaded = m_environment.reload(); !reloaded.isOk())
+            return run.end(LoopEnd::Error, steps, "reload: " + reloaded.message());
+        recordEvent({step.index,
+                     0,
+                     "revert",
+                     line,
+                     {{"score", {{"from", *run.best}, {"to", score}}},
+                      {"restored_revision", run.bestRevision}}});
+        if (Status looked = lookAgain(run); !looked.isOk())
+            return run.end(LoopEnd::Error, steps, looked.message());
+    } else if (step.filesChanged) {
+        run.withoutImprovement = 0;
+        step.nextFeedback += "Similarity improved from " + formatScore(run.best.value_or(0)) +
+                             " to " + formatScore(score) + ".\n";
+        step.report.verdict = "kept: the score rose from " + formatScore(run.best.value_or(0)) +
+                              " to " + formatScore(score);
+        run.best = score;
+        run.bestRevision = m_workspace->revision();
+    }
+    step.nextFeedback += run.render.comparison->summary;
+    return std::nullopt;
+}
+
+// The finished step joins the history the next prompts show.
+void AgentLoop::remember(Run& run, Step& step) {
+    // Tool formats with call ids get their results in tool messages; the rest in the text.
+    const ChatResponse& answer = *step.record.response;
+    step.memory.answer = answer;
+    for (std::size_t c = 0; c < answer.toolCalls.size(); ++c) {
+        const ActionOutcome* outcome =
+            c < step.record.results.size() ? &step.record.results[c] : nullptr;
+        step.memory.toolResults.push_back(
+            !outcome ? "not executed"
+                     : (!outcome->ok ? "error: " + outcome->error
+                                     : (outcome->output.empty() ? "ok" : outcome->output)));
+    }
+    run.history.push_back(std::move(step.memory));
+    run.feedback = std::move(step.nextFeedback);
+}
+
+AgentLoop::StepEnd AgentLoop::endAfter(const Run& run, const Step& step) const {
+    const int steps = step.index + 1;
+    for (const Action& action : step.parsed.actions) {
+        if (const auto* done = std::get_if<Done>(&action))
+            return run.end(LoopEnd::Done, steps, done->message);
+        if (const auto* fail = std::get_if<Fail>(&action))
+            return run.end(LoopEnd::Failed, steps, fail->reason);
+    }
+    if (m_stop.load()) return run.end(LoopEnd::Stopped, steps, "stopped on request");
+    if (m_options.goal && run.best && *run.best >= m_options.goal->goodEnough)
+        return run.end(LoopEnd::Done, steps, "the render matches the target");
+    if (m_options.goal && run.withoutImprovement >= m_options.goal->patience) {
+        return run.end(
+            LoopEnd::NoImprovement, steps,
+            std::to_string(run.withoutImprovement) + " edits in a row did not improve the score");
+    }
+    return std::nullopt;
 }
 
 }  // namespace iris::agent

@@ -105,7 +105,26 @@ private:
         Observation observation;
         std::optional<VisualComparison> comparison;
     };
+    // run()'s state across steps, and one step's as its phases build it (agent_loop.cpp).
+    struct Run;
+    struct Step;
+    using StepEnd = std::optional<LoopResult>;  // set when the loop ends at this phase
+
+    // The prompt's fixed parts (project files, target image) and the first observation.
+    Status prepareRun(Run& run);
+    // One step's phases, in order.
+    StepEnd runStep(Run& run, int index, const std::function<void(const StepReport&)>& onStep);
+    StepEnd holdForPauseOrStop(Run& run, int index);
+    StepEnd askModel(Run& run, Step& step);  // encode the screenshot, prompt, call the model
+    void parseAnswer(Run& run, Step& step);
+    StepEnd act(Run& run, Step& step);         // execute, settle, reload after file edits
+    StepEnd judgeEdits(Run& run, Step& step);  // the next observation; keep or revert edits
+    void remember(Run& run, Step& step);       // the step joins the prompt's history
+    StepEnd endAfter(const Run& run, const Step& step) const;  // done, fail, stop, goal
+
+    Status lookAgain(Run& run);  // observe into run.render, adding to run.carriedTimings
     Result<Render> observe(StepTimings& timings);
+    void recordEvent(const SessionEvent& event);  // when there is a recorder; failures ignored
     // The frame to parse an answer about a width x height screenshot in (ModelImage resolved).
     CoordinateFrame frameFor(int width, int height, int stepIndex);
     std::string executeActions(const std::vector<Action>& actions, StepReport& report,

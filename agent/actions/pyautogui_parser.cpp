@@ -859,205 +859,40 @@ private:
 
     static Status argError(const Arguments& args) { return Status::invalidArgument(args.error()); }
 
+    // WAIT, DONE and FAIL, time.sleep, then pyautogui's functions by name (the statement parser
+    // admits no module but pyautogui and time).
     Status translateInto(const Call& call, std::vector<Action>& out) {
         const std::string& f = call.function;
-        if (call.module.empty()) {  // WAIT, DONE, FAIL
-            if (f == "WAIT") out.push_back(Wait{});
-            if (f == "DONE") out.push_back(Done{});
-            if (f == "FAIL") out.push_back(Fail{});
-            return Status::ok();
-        }
-        if (call.module == "time" || f == "sleep") {
-            if (f != "sleep") return Status::invalidArgument("unknown function");
-            Arguments args(call, {"secs"});
-            const std::optional<double> seconds = args.number("secs");
-            if (!seconds) return argError(args);
-            if (*seconds < 0 || *seconds > kMaxWaitSeconds)
-                return Status::invalidArgument("seconds must be from 0 to 600");
-            out.push_back(Wait{*seconds});
-            return Status::ok();
-        }
-        if (f == "click" || f == "doubleClick" || f == "tripleClick" || f == "rightClick" ||
-            f == "middleClick" || f == "leftClick") {
-            const bool hasButton = f == "click" || f == "doubleClick" || f == "tripleClick";
-            Arguments args =
-                f == "click" ? Arguments(call, {"x", "y", "clicks", "interval", "button",
-                                                "duration", "tween", "logScreenshot", "_pause"})
-                : hasButton  ? Arguments(call, {"x", "y", "interval", "button", "duration", "tween",
-                                                "logScreenshot", "_pause"})
-                             : Arguments(call, {"x", "y", "interval", "duration", "tween",
-                                                "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            Click click;
-            Result<std::optional<Point>> at = absolute(args);
-            if (!at) return at.status();
-            click.at = *at;
-            if (hasButton) {
-                const std::optional<MouseButton> button = args.button();
-                if (!button) return argError(args);
-                click.button = *button;
-            }
-            if (f == "rightClick") click.button = MouseButton::Right;
-            if (f == "middleClick") click.button = MouseButton::Middle;
-            click.count = f == "doubleClick" ? 2 : f == "tripleClick" ? 3 : 1;
-            if (f == "click") {
-                const std::optional<int> clicks = args.integer("clicks", 1, 0, 3);
-                if (!clicks) return argError(args);
-                if (*clicks == 0) {  // pyautogui moves but does not click
-                    if (click.at) out.push_back(MoveTo{*click.at});
-                    return Status::ok();
-                }
-                click.count = *clicks;
-            }
-            out.push_back(click);
-            return Status::ok();
-        }
-        if (f == "moveTo") {
-            Arguments args(call, {"x", "y", "duration", "tween", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            Result<std::optional<Point>> to = absolute(args);
-            if (!to) return to.status();
-            if (!*to) return Status::invalidArgument("missing arguments 'x' and 'y'");
-            out.push_back(MoveTo{**to});
-            return Status::ok();
-        }
-        if (f == "moveRel" || f == "move") {
-            Arguments args(call,
-                           {"xOffset", "yOffset", "duration", "tween", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            Result<Point> to = relative(args, "xOffset", "yOffset");
-            if (!to) return to.status();
-            out.push_back(MoveTo{*to});
-            return Status::ok();
-        }
-        if (f == "dragTo" || f == "drag" || f == "dragRel") {
-            const bool isRelative = f != "dragTo";
-            Arguments args(call,
-                           {isRelative ? "xOffset" : "x", isRelative ? "yOffset" : "y", "duration",
-                            "tween", "button", "logScreenshot", "_pause", "mouseDownUp"});
-            if (!args.ok()) return argError(args);
-            const std::optional<MouseButton> button = args.button();
-            if (!button) return argError(args);
-            const std::optional<Point> from = m_pointer;
-            Drag drag;
-            drag.button = *button;
-            if (isRelative) {
-                Result<Point> to = relative(args, "xOffset", "yOffset");
-                if (!to) return to.status();
-                drag.from = from;
-                drag.to = *to;
-            } else {
-                Result<std::optional<Point>> to = absolute(args);
-                if (!to) return to.status();
-                if (!*to) return Status::invalidArgument("missing arguments 'x' and 'y'");
-                drag.to = **to;
-            }
-            out.push_back(drag);
-            return Status::ok();
-        }
-        if (f == "mouseDown" || f == "mouseUp") {
-            Arguments args(call,
-                           {"x", "y", "button", "duration", "tween", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            Result<std::optional<Point>> at = absolute(args);
-            if (!at) return at.status();
-            const std::optional<MouseButton> button = args.button();
-            if (!button) return argError(args);
-            if (*at) out.push_back(MoveTo{**at});
-            if (f == "mouseDown")
-                out.push_back(MouseDown{*button});
-            else
-                out.push_back(MouseUp{*button});
-            return Status::ok();
-        }
-        if (f == "scroll" || f == "vscroll" || f == "hscroll") {
-            Arguments args(call, {"clicks", "x", "y", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            const std::optional<double> clicks = args.number("clicks");
-            if (!clicks) return argError(args);
-            if (*clicks != std::floor(*clicks) || std::abs(*clicks) > kMaxScrollNotches)
-                return Status::invalidArgument(
-                    "'clicks' must be a whole number from -1000 to "
-                    "1000");
-            Result<std::optional<Point>> at = absolute(args);
-            if (!at) return at.status();
-            Scroll scroll;
-            scroll.at = *at;
-            // pyautogui scrolls up (and hscroll right) for positive clicks.
-            if (f == "hscroll")
-                scroll.dx = static_cast<int>(*clicks);
-            else
-                scroll.dy = -static_cast<int>(*clicks);
-            out.push_back(scroll);
-            return Status::ok();
-        }
-        if (f == "write" || f == "typewrite") {
-            Arguments args(call, {"message", "interval", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            const Value* message = args.get("message");
-            if (message == nullptr) return Status::invalidArgument("missing argument 'message'");
-            if (message->kind == Value::Kind::String) {
-                out.push_back(TypeText{message->text});
-                return Status::ok();
-            }
-            // typewrite(['a', 'enter']) presses each key in turn.
-            const std::optional<std::vector<std::string>> keys = args.keys("message");
-            if (!keys) return argError(args);
-            if (keys->size() > kMaxKeyPresses)
-                return Status::invalidArgument("more than 100 keys in one call");
-            for (const std::string& key : *keys)
-                out.push_back(PressKeys{{key}});
-            return Status::ok();
-        }
-        if (f == "press") {
-            Arguments args(call, {"keys", "presses", "interval", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            const std::optional<std::vector<std::string>> keys = args.keys("keys");
-            if (!keys) return argError(args);
-            const std::optional<int> presses = args.integer("presses", 1, 0, kMaxKeyPresses);
-            if (!presses) return argError(args);
-            if (keys->size() * static_cast<std::size_t>(*presses) > kMaxKeyPresses)
-                return Status::invalidArgument("more than 100 key presses in one call");
-            for (int i = 0; i < *presses; ++i)
-                for (const std::string& key : *keys)
-                    out.push_back(PressKeys{{key}});
-            return Status::ok();
-        }
-        if (f == "hotkey") {
-            for (const auto& [name, v] : call.keywords)
-                if (name != "interval" && name != "logScreenshot" && name != "_pause")
-                    return Status::invalidArgument("unexpected keyword argument '" +
-                                                   snippet(name, 30) + "'");
-            Call keysOnly = call;  // the keys are variadic: bind none of them by name
-            keysOnly.args.clear();
-            keysOnly.keywords.clear();
-            Arguments args(keysOnly, {});
-            std::vector<const Value*> items;
-            if (call.args.size() == 1 && call.args[0].kind == Value::Kind::List) {
-                for (const Value& item : call.args[0].items)
-                    items.push_back(&item);
-            } else {
-                for (const Value& item : call.args)
-                    items.push_back(&item);
-            }
-            const std::optional<std::vector<std::string>> keys = args.keyList(items);
-            if (!keys) return argError(args);
-            out.push_back(PressKeys{*keys});
-            return Status::ok();
-        }
-        if (f == "keyDown" || f == "keyUp") {
-            Arguments args(call, {"key", "logScreenshot", "_pause"});
-            if (!args.ok()) return argError(args);
-            const std::optional<std::string> key = args.string("key");
-            if (!key) return argError(args);
-            Result<std::string> name = normalizeKeyName(*key);
-            if (!name) return name.status();
-            if (f == "keyDown")
-                out.push_back(KeyDown{*name});
-            else
-                out.push_back(KeyUp{*name});
-            return Status::ok();
-        }
+        if (call.module.empty()) return episodeEnd(f, out);
+        if (call.module == "time" || f == "sleep") return timeSleep(call, out);
+        using Handler = Status (Translator::*)(const Call&, std::vector<Action>&);
+        static const std::map<std::string_view, Handler> kHandlers = {
+            {"click", &Translator::click},
+            {"doubleClick", &Translator::click},
+            {"tripleClick", &Translator::click},
+            {"rightClick", &Translator::click},
+            {"middleClick", &Translator::click},
+            {"leftClick", &Translator::click},
+            {"moveTo", &Translator::moveTo},
+            {"moveRel", &Translator::moveRel},
+            {"move", &Translator::moveRel},
+            {"dragTo", &Translator::drag},
+            {"drag", &Translator::drag},
+            {"dragRel", &Translator::drag},
+            {"mouseDown", &Translator::mouseButton},
+            {"mouseUp", &Translator::mouseButton},
+            {"scroll", &Translator::scroll},
+            {"vscroll", &Translator::scroll},
+            {"hscroll", &Translator::scroll},
+            {"write", &Translator::writeText},
+            {"typewrite", &Translator::writeText},
+            {"press", &Translator::press},
+            {"hotkey", &Translator::hotkey},
+            {"keyDown", &Translator::keyUpOrDown},
+            {"keyUp", &Translator::keyUpOrDown},
+        };
+        if (const auto it = kHandlers.find(f); it != kHandlers.end())
+            return (this->*it->second)(call, out);
         static const std::set<std::string_view> kUnavailable = {
             "screenshot",        "locateOnScreen", "locateCenterOnScreen",
             "locateAllOnScreen", "position",       "size",
@@ -1068,6 +903,221 @@ private:
                 "not available: the next observation brings a fresh screenshot, and actions "
                 "use coordinates you read from it");
         return Status::invalidArgument("unknown function");
+    }
+
+    static Status episodeEnd(const std::string& f, std::vector<Action>& out) {
+        if (f == "WAIT") out.push_back(Wait{});
+        if (f == "DONE") out.push_back(Done{});
+        if (f == "FAIL") out.push_back(Fail{});
+        return Status::ok();
+    }
+
+    Status timeSleep(const Call& call, std::vector<Action>& out) {
+        if (call.function != "sleep") return Status::invalidArgument("unknown function");
+        Arguments args(call, {"secs"});
+        const std::optional<double> seconds = args.number("secs");
+        if (!seconds) return argError(args);
+        if (*seconds < 0 || *seconds > kMaxWaitSeconds)
+            return Status::invalidArgument("seconds must be from 0 to 600");
+        out.push_back(Wait{*seconds});
+        return Status::ok();
+    }
+
+    // click, doubleClick, tripleClick, rightClick, middleClick, leftClick.
+    Status click(const Call& call, std::vector<Action>& out) {
+        const std::string& f = call.function;
+        const bool hasButton = f == "click" || f == "doubleClick" || f == "tripleClick";
+        Arguments args = f == "click"
+                             ? Arguments(call, {"x", "y", "clicks", "interval", "button",
+                                                "duration", "tween", "logScreenshot", "_pause"})
+                         : hasButton ? Arguments(call, {"x", "y", "interval", "button", "duration",
+                                                        "tween", "logScreenshot", "_pause"})
+                                     : Arguments(call, {"x", "y", "interval", "duration", "tween",
+                                                        "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        Click click;
+        Result<std::optional<Point>> at = absolute(args);
+        if (!at) return at.status();
+        click.at = *at;
+        if (hasButton) {
+            const std::optional<MouseButton> button = args.button();
+            if (!button) return argError(args);
+            click.button = *button;
+        }
+        if (f == "rightClick") click.button = MouseButton::Right;
+        if (f == "middleClick") click.button = MouseButton::Middle;
+        click.count = f == "doubleClick" ? 2 : f == "tripleClick" ? 3 : 1;
+        if (f == "click") {
+            const std::optional<int> clicks = args.integer("clicks", 1, 0, 3);
+            if (!clicks) return argError(args);
+            if (*clicks == 0) {  // pyautogui moves but does not click
+                if (click.at) out.push_back(MoveTo{*click.at});
+                return Status::ok();
+            }
+            click.count = *clicks;
+        }
+        out.push_back(click);
+        return Status::ok();
+    }
+
+    Status moveTo(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"x", "y", "duration", "tween", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        Result<std::optional<Point>> to = absolute(args);
+        if (!to) return to.status();
+        if (!*to) return Status::invalidArgument("missing arguments 'x' and 'y'");
+        out.push_back(MoveTo{**to});
+        return Status::ok();
+    }
+
+    // moveRel, move.
+    Status moveRel(const Call& call, std::vector<Action>& out) {
+        Arguments args(call,
+                       {"xOffset", "yOffset", "duration", "tween", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        Result<Point> to = relative(args, "xOffset", "yOffset");
+        if (!to) return to.status();
+        out.push_back(MoveTo{*to});
+        return Status::ok();
+    }
+
+    // dragTo (absolute), drag and dragRel (relative).
+    Status drag(const Call& call, std::vector<Action>& out) {
+        const bool isRelative = call.function != "dragTo";
+        Arguments args(
+            call, {isRelative ? "xOffset" : "x", isRelative ? "yOffset" : "y", "duration", "tween",
+                   "button", "logScreenshot", "_pause", "mouseDownUp"});
+        if (!args.ok()) return argError(args);
+        const std::optional<MouseButton> button = args.button();
+        if (!button) return argError(args);
+        const std::optional<Point> from = m_pointer;
+        Drag drag;
+        drag.button = *button;
+        if (isRelative) {
+            Result<Point> to = relative(args, "xOffset", "yOffset");
+            if (!to) return to.status();
+            drag.from = from;
+            drag.to = *to;
+        } else {
+            Result<std::optional<Point>> to = absolute(args);
+            if (!to) return to.status();
+            if (!*to) return Status::invalidArgument("missing arguments 'x' and 'y'");
+            drag.to = **to;
+        }
+        out.push_back(drag);
+        return Status::ok();
+    }
+
+    // mouseDown, mouseUp.
+    Status mouseButton(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"x", "y", "button", "duration", "tween", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        Result<std::optional<Point>> at = absolute(args);
+        if (!at) return at.status();
+        const std::optional<MouseButton> button = args.button();
+        if (!button) return argError(args);
+        if (*at) out.push_back(MoveTo{**at});
+        if (call.function == "mouseDown")
+            out.push_back(MouseDown{*button});
+        else
+            out.push_back(MouseUp{*button});
+        return Status::ok();
+    }
+
+    // scroll, vscroll, hscroll.
+    Status scroll(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"clicks", "x", "y", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        const std::optional<double> clicks = args.number("clicks");
+        if (!clicks) return argError(args);
+        if (*clicks != std::floor(*clicks) || std::abs(*clicks) > kMaxScrollNotches)
+            return Status::invalidArgument(
+                "'clicks' must be a whole number from -1000 to "
+                "1000");
+        Result<std::optional<Point>> at = absolute(args);
+        if (!at) return at.status();
+        Scroll scroll;
+        scroll.at = *at;
+        // pyautogui scrolls up (and hscroll right) for positive clicks.
+        if (call.function == "hscroll")
+            scroll.dx = static_cast<int>(*clicks);
+        else
+            scroll.dy = -static_cast<int>(*clicks);
+        out.push_back(scroll);
+        return Status::ok();
+    }
+
+    // write, typewrite.
+    Status writeText(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"message", "interval", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        const Value* message = args.get("message");
+        if (message == nullptr) return Status::invalidArgument("missing argument 'message'");
+        if (message->kind == Value::Kind::String) {
+            out.push_back(TypeText{message->text});
+            return Status::ok();
+        }
+        // typewrite(['a', 'enter']) presses each key in turn.
+        const std::optional<std::vector<std::string>> keys = args.keys("message");
+        if (!keys) return argError(args);
+        if (keys->size() > kMaxKeyPresses)
+            return Status::invalidArgument("more than 100 keys in one call");
+        for (const std::string& key : *keys)
+            out.push_back(PressKeys{{key}});
+        return Status::ok();
+    }
+
+    Status press(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"keys", "presses", "interval", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        const std::optional<std::vector<std::string>> keys = args.keys("keys");
+        if (!keys) return argError(args);
+        const std::optional<int> presses = args.integer("presses", 1, 0, kMaxKeyPresses);
+        if (!presses) return argError(args);
+        if (keys->size() * static_cast<std::size_t>(*presses) > kMaxKeyPresses)
+            return Status::invalidArgument("more than 100 key presses in one call");
+        for (int i = 0; i < *presses; ++i)
+            for (const std::string& key : *keys)
+                out.push_back(PressKeys{{key}});
+        return Status::ok();
+    }
+
+    Status hotkey(const Call& call, std::vector<Action>& out) {
+        for (const auto& [name, v] : call.keywords)
+            if (name != "interval" && name != "logScreenshot" && name != "_pause")
+                return Status::invalidArgument("unexpected keyword argument '" + snippet(name, 30) +
+                                               "'");
+        Call keysOnly = call;  // the keys are variadic: bind none of them by name
+        keysOnly.args.clear();
+        keysOnly.keywords.clear();
+        Arguments args(keysOnly, {});
+        std::vector<const Value*> items;
+        if (call.args.size() == 1 && call.args[0].kind == Value::Kind::List) {
+            for (const Value& item : call.args[0].items)
+                items.push_back(&item);
+        } else {
+            for (const Value& item : call.args)
+                items.push_back(&item);
+        }
+        const std::optional<std::vector<std::string>> keys = args.keyList(items);
+        if (!keys) return argError(args);
+        out.push_back(PressKeys{*keys});
+        return Status::ok();
+    }
+
+    // keyDown, keyUp.
+    Status keyUpOrDown(const Call& call, std::vector<Action>& out) {
+        Arguments args(call, {"key", "logScreenshot", "_pause"});
+        if (!args.ok()) return argError(args);
+        const std::optional<std::string> key = args.string("key");
+        if (!key) return argError(args);
+        Result<std::string> name = normalizeKeyName(*key);
+        if (!name) return name.status();
+        if (call.function == "keyDown")
+            out.push_back(KeyDown{*name});
+        else
+            out.push_back(KeyUp{*name});
+        return Status::ok();
     }
 
     const ParseOptions& m_options;

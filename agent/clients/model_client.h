@@ -1,7 +1,6 @@
 #pragma once
 // Whoever answers the agent's chat requests: the local engine, an OpenAI-compatible server, or a
 // recorded session. The loop holds one of these and nothing more specific.
-#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -12,31 +11,6 @@
 #include "inference/vision/image_preprocess.h"
 
 namespace iris::agent {
-
-// How a session records which image its model was shown for a screenshot size (an event of
-// this kind; the loop writes one per new size): "the 1920x1080 screenshot is shown to the model
-// as 1932x1092".
-struct ModelImageEvent {
-    static constexpr std::string_view kKind = "model_image";
-    int screenWidth = 0;
-    int screenHeight = 0;
-    inference::ImageSize image;
-
-    std::string text() const {
-        return "the " + std::to_string(screenWidth) + "x" + std::to_string(screenHeight) +
-               " screenshot is shown to the model as " + std::to_string(image.width) + "x" +
-               std::to_string(image.height);
-    }
-    static std::optional<ModelImageEvent> parse(const std::string& text) {
-        ModelImageEvent event;
-        char end = 0;
-        if (std::sscanf(text.c_str(), "the %dx%d screenshot is shown to the model as %dx%d%c",
-                        &event.screenWidth, &event.screenHeight, &event.image.width,
-                        &event.image.height, &end) != 4)
-            return std::nullopt;
-        return event;
-    }
-};
 
 // Receives the answer's text as it is produced; return false to cancel the request.
 using TextStream = std::function<bool(std::string_view delta)>;

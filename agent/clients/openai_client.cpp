@@ -104,6 +104,18 @@ struct OpenAiClient::Attempt {
     std::vector<SseEvent> events;
     Status failure;  // set by a callback that stopped the transfer
 
+    // What libcurl reads and writes while the transfer runs, and how it ended.
+    struct Headers {
+        curl_slist* list = nullptr;
+        Headers() = default;
+        Headers(const Headers&) = delete;
+        Headers& operator=(const Headers&) = delete;
+        ~Headers() { curl_slist_free_all(list); }
+        void add(const std::string& header) { list = curl_slist_append(list, header.c_str()); }
+    } headers;
+    char curlError[CURL_ERROR_SIZE] = {};
+    CURLcode done = CURLE_OK;
+
     bool streaming() const { return sse && httpStatus / 100 == 2; }
 
     static std::size_t onHeader(char* data, std::size_t size, std::size_t count, void* user) {
@@ -303,51 +315,50 @@ Result<ChatResponse> OpenAiClient::attempt(const std::string& url, const std::st
                                            Attempt& state, Clock::time_point deadline,
                                            bool& retryable) {
     retryable = false;
-    CURL* easy = m_curl->easy;
-    CURLM* multi = m_curl->multi;
-    curl_easy_reset(easy);  // keeps the connection cache
-
-    struct Headers {
-        curl_slist* list = nullptr;
-        ~Headers() { curl_slist_free_all(list); }
-    } headers;
-    headers.list = curl_slist_append(headers.list, "Content-Type: application/json");
-    headers.list = curl_slist_append(
-        headers.list, m_settings.stream ? "Accept: text/event-stream" : "Accept: application/json");
-    headers.list = curl_slist_append(headers.list, "Expect:");  // no 100-continue round trip
-    if (!m_apiKey.empty())
-        headers.list =
-            curl_slist_append(headers.list, ("Authorization: Bearer " + m_apiKey).c_str());
-
-    char curlError[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");  // not file://, not ftp://
-    curl_easy_setopt(easy, CURLOPT_POST, 1L);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers.list);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Attempt::onBody);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &state);
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Attempt::onHeader);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &state);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, curlError);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                     long(std::max(1, m_settings.connectTimeoutMs)));
-
+    prepareRequest(url, body, state);
     struct Transfer {
         CURLM* multi;
         CURL* easy;
         ~Transfer() { curl_multi_remove_handle(multi, easy); }
     };
-    if (curl_multi_add_handle(multi, easy) != CURLM_OK)
+    if (curl_multi_add_handle(m_curl->multi, m_curl->easy) != CURLM_OK)
         return Status::internal("libcurl refused the transfer");
-    const Transfer transfer{multi, easy};
+    const Transfer transfer{m_curl->multi, m_curl->easy};
+    IRIS_RETURN_IF_ERROR(runTransfer(state, deadline, retryable));
+    return readReply(state, retryable);
+}
 
+void OpenAiClient::prepareRequest(const std::string& url, const std::string& body, Attempt& state) {
+    CURL* easy = m_curl->easy;
+    curl_easy_reset(easy);  // keeps the connection cache
+    state.headers.add("Content-Type: application/json");
+    state.headers.add(m_settings.stream ? "Accept: text/event-stream" : "Accept: application/json");
+    state.headers.add("Expect:");  // no 100-continue round trip
+    if (!m_apiKey.empty()) state.headers.add("Authorization: Bearer " + m_apiKey);
+
+    curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");  // not file://, not ftp://
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, state.headers.list);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Attempt::onBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &state);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Attempt::onHeader);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &state);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, state.curlError);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                     long(std::max(1, m_settings.connectTimeoutMs)));
+}
+
+// Polls the transfer until libcurl reports it done (state.done), waking at least every kPollMs
+// to notice a cancel, the total deadline and the idle timeout.
+Status OpenAiClient::runTransfer(Attempt& state, Clock::time_point deadline, bool& retryable) {
+    CURLM* multi = m_curl->multi;
     const auto idle = std::chrono::milliseconds(std::max(1, m_settings.idleTimeoutMs));
     state.lastByte = Clock::now();
-    CURLcode done = CURLE_OK;
     for (;;) {
         int running = 0;
         if (const CURLMcode code = curl_multi_perform(multi, &running); code != CURLM_OK)
@@ -355,11 +366,11 @@ Result<ChatResponse> OpenAiClient::attempt(const std::string& url, const std::st
         int queued = 0;
         while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
             if (message->msg == CURLMSG_DONE) {
-                done = message->data.result;
+                state.done = message->data.result;
                 running = 0;
             }
         }
-        if (running == 0) break;
+        if (running == 0) return Status::ok();
         if (m_cancelled) return Status::cancelled("cancelled");
         const Clock::time_point now = Clock::now();
         if (now >= deadline) {
@@ -381,10 +392,16 @@ Result<ChatResponse> OpenAiClient::attempt(const std::string& url, const std::st
                                         std::chrono::milliseconds(1)});
         curl_multi_poll(multi, nullptr, 0, int(wait.count()), nullptr);
     }
+}
 
+// The finished transfer's answer, or why there is none: a transport error, an HTTP error
+// status, a reply that does not parse, a stream cut short.
+Result<ChatResponse> OpenAiClient::readReply(Attempt& state, bool& retryable) {
     if (!state.failure.isOk()) return state.failure;  // a callback stopped the transfer
     if (m_cancelled) return Status::cancelled("cancelled");
-    const std::string curlMessage = curlError[0] != '\0' ? curlError : curl_easy_strerror(done);
+    const CURLcode done = state.done;
+    const std::string curlMessage =
+        state.curlError[0] != '\0' ? state.curlError : curl_easy_strerror(done);
     if (done != CURLE_OK) {
         retryable = !*state.delivered;
         switch (done) {

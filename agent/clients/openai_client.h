@@ -58,6 +58,12 @@ private:
     // One HTTP exchange; `retryable` says whether another attempt could succeed.
     Result<ChatResponse> attempt(const std::string& url, const std::string& body, Attempt& state,
                                  std::chrono::steady_clock::time_point deadline, bool& retryable);
+    // attempt()'s phases: set up the request, run the transfer to its end (or a timeout or a
+    // cancel), read the reply.
+    void prepareRequest(const std::string& url, const std::string& body, Attempt& state);
+    Status runTransfer(Attempt& state, std::chrono::steady_clock::time_point deadline,
+                       bool& retryable);
+    Result<ChatResponse> readReply(Attempt& state, bool& retryable);
     // Sleeps for `ms`; false when cancelled meanwhile.
     bool sleepUnlessCancelled(int ms);
     std::string redact(std::string text) const;

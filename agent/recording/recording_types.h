@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,11 +75,26 @@ struct StepRecord {
     StepTimings timings;
 };
 
+// Something that happened in a session besides its steps. `message` is for people; what a
+// program reads back (ModelImageEvent, for one) travels typed in `data`, never parsed from the
+// message.
 struct SessionEvent {
+    SessionEvent() = default;
+    SessionEvent(std::optional<int> step, std::int64_t at, std::string eventKind, std::string text,
+                 nlohmann::json fields = nullptr)
+        : stepIndex(step),
+          atMs(at),
+          kind(std::move(eventKind)),
+          message(std::move(text)),
+          data(std::move(fields)) {}
+
     std::optional<int> stepIndex;
     std::int64_t atMs = 0;  // 0: now
-    std::string kind;       // "info", "warning", "error", "stop", ...
+    std::string kind;       // "info", "warning", "error", "stop", "model_image", ...
     std::string message;
+    // The event's fields as a JSON object; null when it has none (and in every event recorded
+    // before session schema version 3).
+    nlohmann::json data;
 };
 
 struct SessionSummary {

@@ -8,8 +8,7 @@ ReplayClient::ReplayClient(const SessionRecord& recording, int firstStep)
         if (step.index >= firstStep && step.response) m_responses.push_back(*step.response);
     }
     for (const SessionEvent& event : recording.events) {
-        if (event.kind != ModelImageEvent::kKind) continue;
-        if (std::optional<ModelImageEvent> image = ModelImageEvent::parse(event.message))
+        if (std::optional<ModelImageEvent> image = ModelImageEvent::fromEvent(event))
             m_images.push_back(*image);
     }
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/clients/model_client.h"
+#include "agent/recording/model_image_event.h"
 #include "agent/recording/recording_types.h"
 
 namespace iris::agent {

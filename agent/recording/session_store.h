@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/recording/recording_types.h"
@@ -32,7 +35,7 @@ struct SessionStoreOptions {
 class SessionStore {
 public:
     // The schema version this code writes; older databases are migrated on open.
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     // Opens or creates `dbFile` (and its parent folders). Errors name the file: not a database,
     // damaged, newer than this code, locked by another process.
@@ -54,6 +57,8 @@ public:
     // takes no more steps.
     Status appendStep(std::int64_t session, const StepRecord& step);
 
+    // Its message and data pass through the Redactor; data is stored as JSON text (NULL when the
+    // event has none). NotFound when the session does not exist.
     Status addEvent(std::int64_t session, const SessionEvent& event);
 
     // Sets the final status (not Running), the score when there is one, and the end time.
@@ -81,12 +86,45 @@ private:
     SessionStore(std::unique_ptr<sqlite3, Closer> db, std::filesystem::path path,
                  SessionStoreOptions options);
 
-    Status migrate();
+    // The step being written, and how errors name it ("recording step 3", "session 7 step 3").
+    struct StepWrite {
+        std::int64_t session;
+        const StepRecord& step;
+        std::string what;
+        std::string where;
+    };
+    // The session being read, and how errors name it ("loading session 7", "<path>: session 7").
+    struct SessionRead {
+        std::int64_t session;
+        std::string what;
+        std::string where;
+    };
+
+    Status migrate();  // session_store_schema.cpp
     Status execute(const char* sql, std::string_view what);
     void rollback();
     Status error(int code, std::string_view what) const;
+
+    // insertStep's phases, in order, inside appendStep's transaction (session_store_write.cpp).
     Status insertStep(std::int64_t session, const StepRecord& step);
-    Result<SessionSummary> readSummary(std::int64_t session);
+    Status checkNextStep(const StepWrite& write);  // the session runs; the index is the next one
+    Status storeImage(const std::string& sha, std::span<const std::uint8_t> bytes,
+                      std::string_view mimeType, int width, int height, std::string_view what);
+    Result<std::optional<std::string>> storeObservation(const StepWrite& write);  // its sha256
+    // The redacted request as stored: image parts become references to stored images.
+    Result<nlohmann::json> storeRequest(const StepWrite& write,
+                                        const std::optional<std::string>& observation);
+    Status insertStepRow(const StepWrite& write, const std::optional<std::string>& observation,
+                         const nlohmann::json& request);
+    Status insertEdits(const StepWrite& write);
+
+    // loadSession's phases, in order (session_store_read.cpp).
+    Status readSessionRow(const SessionRead& read, SessionRecord& record);  // summary, config
+    Status readSteps(const SessionRead& read, SessionRecord& record);
+    Result<std::shared_ptr<const EncodedImage>> readImage(const std::string& sha,
+                                                          const std::string& what);
+    Status readEdits(const SessionRead& read, SessionRecord& record);
+    Status readEvents(const SessionRead& read, SessionRecord& record);
 
     std::unique_ptr<sqlite3, Closer> m_db;
     std::filesystem::path m_path;

@@ -226,6 +226,14 @@ TEST(AgentLoop, KeepsEditsThatImproveTheRenderAndRevertsOnesThatDoNot) {
     for (const SessionEvent& event : recorder.events)
         reverted |= event.kind == "revert";
     EXPECT_TRUE(reverted);
+    for (const SessionEvent& event : recorder.events) {
+        if (event.kind != "revert") continue;
+        // The verdict as data: the score fell, and the kept edit's revision was restored.
+        const nlohmann::json& score = event.data.at("score");
+        EXPECT_GT(score.at("from").get<double>(), score.at("to").get<double>());
+        ASSERT_FALSE(recorder.steps[0].edits.empty());
+        EXPECT_EQ(event.data.at("restored_revision"), recorder.steps[0].edits[0].revision);
+    }
     EXPECT_NE(testing::lastUserText(client.requests[2]).find("reverted"), std::string::npos);
     EXPECT_FALSE(recorder.steps[0].edits.empty());
     EXPECT_NE(recorder.steps[0].edits[0].diff.find("+100 50 25"), std::string::npos)

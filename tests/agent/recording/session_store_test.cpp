@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "agent/recording/chat_json.h"
+#include "agent/recording/model_image_event.h"
+#include "agent/recording/replay_client.h"
 #include "tests/agent/recording/recording_fixtures.h"
 
 namespace iris::agent {
@@ -406,6 +408,68 @@ TEST(SessionStore, UpgradesAVersion1Database) {
     EXPECT_TRUE(SessionStore::open(file, quietOptions()));
 }
 
+// Version 2, as released: version 1 plus these, and a model-image event as version 2 wrote it
+// (the frame only in its message).
+constexpr const char* kVersion2Additions = R"sql(
+CREATE TABLE edits (session_id INTEGER NOT NULL, step_index INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL, path TEXT NOT NULL, revision INTEGER NOT NULL, diff TEXT NOT NULL,
+    PRIMARY KEY (session_id, step_index, ordinal),
+    FOREIGN KEY (session_id, step_index) REFERENCES steps(session_id, step_index)
+        ON DELETE CASCADE);
+ALTER TABLE sessions ADD COLUMN forked_from INTEGER REFERENCES sessions(id);
+ALTER TABLE sessions ADD COLUMN forked_at_step INTEGER;
+INSERT INTO events (session_id, step_index, at, kind, message) VALUES (7, 0, 1700000000600,
+    'model_image', 'the 1920x1080 screenshot is shown to the model as 1932x1092');
+PRAGMA user_version = 2;
+)sql";
+
+TEST(SessionStore, UpgradesAVersion2DatabaseAndItsEventsStillReplay) {
+    const fs::path file = freshDir("migrate2") / "sessions.db";
+    RawDb(file).exec(std::string(kVersion1Schema) + kVersion2Additions);
+
+    SessionStore store = openStore(file);
+    RawDb raw(file);
+    EXPECT_EQ(raw.integer("PRAGMA user_version"), SessionStore::kSchemaVersion);
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM pragma_table_info('events') WHERE name = 'data'"),
+              1);
+    auto old = store.loadSession(7);
+    ASSERT_TRUE(old) << old.status().message();
+    ASSERT_EQ(old->events.size(), 1u);
+    EXPECT_EQ(old->events[0].stepIndex, 0);
+    EXPECT_EQ(old->events[0].kind, ModelImageEvent::kKind);
+    EXPECT_TRUE(old->events[0].data.is_null());
+    // The old session replays as it ran: its frame is read from the message.
+    EXPECT_EQ(ReplayClient(*old).imageSizeFor(1920, 1080), (inference::ImageSize{1932, 1092}));
+
+    // New events on the upgraded file keep their data, as JSON in the data column.
+    const ModelImageEvent frame{1280, 800, {1288, 812}};
+    ASSERT_TRUE(store.addEvent(7, frame.toEvent(1)).isOk());
+    EXPECT_EQ(raw.integer("SELECT count(*) FROM events WHERE json_extract(data, '$.image.width')"
+                          " = 1288"),
+              1);
+    auto again = store.loadSession(7);
+    ASSERT_TRUE(again) << again.status().message();
+    ASSERT_EQ(again->events.size(), 2u);
+    EXPECT_EQ(again->events[1].data, frame.toEvent(1).data);
+    EXPECT_EQ(again->events[1].message, frame.toEvent(1).message);
+    const ReplayClient replay(*again);
+    EXPECT_EQ(replay.imageSizeFor(1920, 1080), (inference::ImageSize{1932, 1092}));
+    EXPECT_EQ(replay.imageSizeFor(1280, 800), (inference::ImageSize{1288, 812}));
+}
+
+TEST(SessionStore, RejectsEventDataThatIsNotJson) {
+    const fs::path file = freshDir("event-data") / "sessions.db";
+    SessionStore store = openStore(file);
+    const std::int64_t id = *store.createSession(sessionInfo());
+    ASSERT_TRUE(store.addEvent(id, {std::nullopt, 0, "note", "plain"}).isOk());
+    RawDb(file).exec("UPDATE events SET data = '{not json'");
+    auto loaded = store.loadSession(id);
+    ASSERT_FALSE(loaded);
+    EXPECT_EQ(loaded.status().code(), StatusCode::Corrupt);
+    EXPECT_EQ(loaded.status().message(), file.string() + ": session " + std::to_string(id) +
+                                             " event note data: not valid JSON");
+}
+
 TEST(SessionStore, RefusesADatabaseFromANewerIris) {
     const fs::path file = freshDir("newer") / "sessions.db";
     { SessionStore store = openStore(file); }
@@ -415,7 +479,7 @@ TEST(SessionStore, RefusesADatabaseFromANewerIris) {
     EXPECT_EQ(store.status().code(), StatusCode::Unsupported);
     EXPECT_EQ(store.status().message(), file.string() +
                                             ": written by a newer Iris (schema version 99; this "
-                                            "Iris knows up to 2)");
+                                            "Iris knows up to 3)");
 }
 
 TEST(SessionStore, NamesAFileThatIsNotADatabaseAndLeavesItUntouched) {

@@ -11,6 +11,13 @@ namespace iris {
 // `text` with A-Z mapped to a-z; every other byte (including UTF-8) unchanged.
 std::string asciiLower(std::string_view text);
 
+// Whether a and b are equal when A-Z and a-z are taken as the same (HTTP header names, schemes).
+bool equalsIgnoringAsciiCase(std::string_view a, std::string_view b);
+
+// `text` without leading and trailing ASCII white space (space, \t, \n, \v, \f, \r: C's isspace
+// in the "C" locale), as a view into `text`.
+std::string_view trim(std::string_view text);
+
 // The value of a hexadecimal digit (0-9, a-f, A-F), or -1 for any other character.
 int hexDigitValue(char c);
 

@@ -103,16 +103,6 @@ std::string snippet(std::string_view text, std::size_t maxBytes) {
     return out;
 }
 
-std::string_view trim(std::string_view text) {
-    const auto isSpace = [](char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    };
-    while (!text.empty() && isSpace(text.front()))
-        text.remove_prefix(1);
-    while (!text.empty() && isSpace(text.back()))
-        text.remove_suffix(1);
-    return text;
-}
 
 std::vector<CodeBlock> codeBlocks(std::string_view text) {
     std::vector<CodeBlock> blocks;

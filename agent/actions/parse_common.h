@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "agent/actions/action_format.h"
+#include "base/strings.h"  // trim(), which every parser uses
 
 namespace iris::agent::detail {
 
@@ -41,8 +42,5 @@ std::vector<CodeBlock> codeBlocks(std::string_view text);
 // JSON values found in model text: the whole text if it is JSON, else every fenced block that is,
 // else the first balanced {...} or [...] that is. Empty when there are none.
 std::vector<nlohmann::json> extractJson(std::string_view text);
-
-// `text` without leading and trailing whitespace.
-std::string_view trim(std::string_view text);
 
 }  // namespace iris::agent::detail

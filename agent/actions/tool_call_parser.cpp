@@ -207,7 +207,7 @@ void parseOne(std::string_view name, const nlohmann::json& arguments, const std:
 // Arguments as the OpenAI API carries them: JSON text (empty text: no arguments).
 void parseTextArguments(std::string_view name, std::string_view text, const std::string& where,
                         const ParseOptions& options, ParsedStep& step) {
-    if (detail::trim(text).empty()) {
+    if (trim(text).empty()) {
         parseOne(name, nlohmann::json::object(), where, options, step);
         return;
     }

@@ -14,6 +14,7 @@
 #include "agent/clients/openai_protocol.h"
 #include "agent/clients/sse_parser.h"
 #include "base/clock.h"
+#include "base/strings.h"
 
 namespace iris::agent {
 namespace {
@@ -21,23 +22,6 @@ namespace {
 constexpr std::size_t kErrorBodyLimit = 64 * 1024;  // what is kept of a non-2xx body
 constexpr std::size_t kErrorExcerpt = 300;          // what of it goes into the message
 constexpr int kPollMs = 50;                         // the longest a cancel waits to be seen
-
-bool equalsIgnoringCase(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() &&
-           (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
 
 // `error`'s code with another message (the message gets context and redaction).
 Status sameCode(const Status& error, std::string message) {
@@ -137,9 +121,9 @@ struct OpenAiClient::Attempt {
         if (colon == std::string_view::npos) return bytes;
         const std::string_view name = trim(line.substr(0, colon));
         const std::string_view value = trim(line.substr(colon + 1));
-        if (equalsIgnoringCase(name, "content-type")) {
+        if (equalsIgnoringAsciiCase(name, "content-type")) {
             a.contentType = value;
-        } else if (equalsIgnoringCase(name, "retry-after") && !value.empty() &&
+        } else if (equalsIgnoringAsciiCase(name, "retry-after") && !value.empty() &&
                    std::all_of(value.begin(), value.end(),
                                [](char c) { return c >= '0' && c <= '9'; })) {
             // Seconds; the HTTP-date form is rare for APIs and falls back to back-off.

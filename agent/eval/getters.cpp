@@ -6,6 +6,7 @@
 
 #include "agent/eval/evaluator.h"
 #include "agent/eval/url_match.h"
+#include "base/strings.h"
 
 namespace iris::agent::eval {
 namespace {
@@ -267,12 +268,6 @@ Result<Value> getActiveTabUrlParse(EvaluationContext& context, const json& spec)
     return Value(out);
 }
 
-std::string trimmed(const std::string& s) {
-    const char* ws = " \t\n\r\f\v";
-    const size_t b = s.find_first_not_of(ws);
-    if (b == std::string::npos) return {};
-    return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 // The class / xpath / input categories of OSWorld's active_tab_html_parse, read from the live
 // active page. ("label" needs Playwright's text= engine and is not supported.)
@@ -284,7 +279,7 @@ Result<Value> getActiveTabHtmlParse(EvaluationContext& context, const json& spec
         auto r = context.queryActivePage(lang, expr, what);
         if (!r) return r.status();
         for (auto& s : *r)
-            s = trimmed(s);
+            s = std::string(trim(s));
         return r;
     };
     if (category == "class") {

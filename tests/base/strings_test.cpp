@@ -12,6 +12,23 @@ TEST(AsciiLower, LowersOnlyAsciiLetters) {
     EXPECT_EQ(asciiLower("@[`{"), "@[`{");          // the neighbours of A-Z and a-z
 }
 
+TEST(EqualsIgnoringAsciiCase, FoldsOnlyAsciiLetters) {
+    EXPECT_TRUE(equalsIgnoringAsciiCase("Content-Type", "content-type"));
+    EXPECT_TRUE(equalsIgnoringAsciiCase("", ""));
+    EXPECT_FALSE(equalsIgnoringAsciiCase("Retry-After", "Retry-Afte"));
+    EXPECT_FALSE(equalsIgnoringAsciiCase("@", "`"));  // 0x40 and 0x60 differ by the case bit only
+    EXPECT_FALSE(equalsIgnoringAsciiCase("\xc3\x89", "\xc3\xa9"));  // É and é: not ASCII
+}
+
+TEST(Trim, RemovesAsciiWhiteSpaceAtBothEndsOnly) {
+    EXPECT_EQ(trim(" \t\r\n\v\fa b\n\t "), "a b");
+    EXPECT_EQ(trim("   "), "");
+    EXPECT_EQ(trim(""), "");
+    EXPECT_EQ(trim("\xc2\xa0x\xc2\xa0"), "\xc2\xa0x\xc2\xa0");  // no-break space is not ASCII
+    const std::string_view text = "  kept  ";
+    EXPECT_EQ(trim(text).data(), text.data() + 2);  // a view into the argument
+}
+
 TEST(HexDigitValue, AcceptsBothCasesAndRejectsTheRest) {
     const std::string digits = "0123456789abcdef";
     for (int i = 0; i < 16; ++i) {

@@ -1,5 +1,5 @@
 // General and text-file metrics, ported from xlang-ai/OSWorld:desktop_env/evaluators/metrics/
-// {general,vscode}.py with their semantics (docs/osworld-evaluators.tsv). Arguments are positional
+// {general,vscode}.py with their semantics (docs/osworld.md §3.2). Arguments are positional
 // as in OSWorld: (result, expected, options).
 #include <algorithm>
 #include <cmath>
@@ -8,6 +8,7 @@
 #include "agent/eval/metric_support.h"
 #include "agent/eval/python_like.h"
 #include "agent/eval/text_similarity.h"
+#include "base/strings.h"
 
 namespace iris::agent::eval::metric {
 
@@ -139,7 +140,7 @@ Result<double> literalMatch(const Value& result, const Value* expected, const js
     const bool ignoreCase = options.value("ignore_case", false);
     const json& a = jsonOf(result);
     const json& b = jsonOf(*expected);
-    auto norm = [&](const json& v) { return ignoreCase ? lowerAscii(pyStr(v)) : pyStr(v); };
+    auto norm = [&](const json& v) { return ignoreCase ? asciiLower(pyStr(v)) : pyStr(v); };
     if (type == "str") return norm(a) == norm(b) ? 1.0 : 0.0;
     if (type == "list") {
         if (!a.is_array() || !b.is_array() || a.size() != b.size()) return 0.0;
@@ -367,8 +368,8 @@ Result<double> compareTextFile(const Value& result, const Value* expected, const
         y = blanks(y);
     }
     if (options.value("ignore_case", false)) {
-        x = lowerAscii(x);
-        y = lowerAscii(y);
+        x = asciiLower(x);
+        y = asciiLower(y);
     }
     return x == y ? 1.0 : 0.0;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Text blocks of a rendered page: the input of the design2code metric (docs/webloop.md §2.1).
 // Design2Code finds text by re-rendering pages with assigned colours; Iris reads the DOM instead
-// (as webloop.md suggests for in-loop feedback): one block per visible text node, its box the
+// (no extra renders, docs/webloop.md §2.1): one block per visible text node, its box the
 // union of Range.getClientRects() in page coordinates, its colour the computed CSS colour of the
 // node's parent element. kPageTextBlocksScript does exactly that in a browser.
 #include <string>

@@ -37,7 +37,9 @@ TEST(Utf8Decode, LossyDecodingAgreesWithRepair) {
                 for (char32_t cp : utf8::decodeLossy(text))
                     utf8::append(reencoded, cp);
                 EXPECT_EQ(reencoded, utf8::repair(text));
-                if (strict) EXPECT_EQ(*strict, utf8::decodeLossy(text));
+                if (strict) {
+                    EXPECT_EQ(*strict, utf8::decodeLossy(text));
+                }
                 ++checked;
             }
         }

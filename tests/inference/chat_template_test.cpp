@@ -143,7 +143,7 @@ TEST(ChatTemplate, MiniMaxM3OneUserTurnInEachThinkingMode) {
                   "]~b]developer\nYou are a helpful assistant.[e~[\n]~b]user\nHi[e~[\n");
 }
 
-// The spec's rendered example: adaptive thinking, one user turn, one tool.
+// docs/minimax-m3.md section 5.2's rendered example: adaptive thinking, one user turn, one tool.
 TEST(ChatTemplate, MiniMaxM3ToolsAsInTheSpecExample) {
     ChatOptions options;
     options.adaptiveThinking = true;
@@ -301,7 +301,8 @@ std::string errorsOf(const MiniMaxM3Output& out) {
 }
 
 TEST(MiniMaxM3Output, ReasoningContentAndTheSpecsToolCall) {
-    // The spec's example call; the schema types days as an integer, location as a string.
+    // The example call of docs/minimax-m3.md section 5.3; the schema types days as an integer,
+    // location as a string.
     const std::vector<std::string> tools = {
         R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"},"days":{"type":"integer"}}}}})"};
     const std::string text =

@@ -1,4 +1,4 @@
-// Each metric with cases taken from OSWorld's documented semantics (docs/osworld-evaluators.tsv),
+// Each metric with cases taken from OSWorld's documented semantics (docs/osworld.md §3.2),
 // called through the registry as evaluate() calls them: (result, expected, options).
 #include <fstream>
 

@@ -8,6 +8,7 @@
 #include "base/sha256.h"
 #include "tests/inference/llama_cpp/parity_models.h"
 
+using namespace iris;
 using namespace iris::inference;
 using namespace iris::inference::testing;
 

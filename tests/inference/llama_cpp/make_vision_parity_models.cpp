@@ -12,6 +12,7 @@
 #include "base/sha256.h"
 #include "tests/inference/llama_cpp/vision_parity_models.h"
 
+using namespace iris;
 using namespace iris::inference;
 using namespace iris::inference::testing;
 

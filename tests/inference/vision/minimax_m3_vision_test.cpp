@@ -409,7 +409,7 @@ std::vector<std::int64_t> converterPermutation(std::int64_t headDim) {
 }
 
 TEST(MiniMaxM3VisionRope, GgufLayoutIsThePermutedCheckpointRotation) {
-    // The released head (80): the permutation the spec quotes.
+    // The released head (80): the permutation docs/minimax-m3.md section 4.3 quotes.
     const std::vector<std::int64_t> p80 = converterPermutation(80);
     ASSERT_EQ(p80.size(), 80u);
     EXPECT_EQ(p80[12], 12);

@@ -490,7 +490,7 @@ TEST(VisionActivations, MatchFloat64Formulas) {
             << v;
         EXPECT_NEAR(silu[i], v / (1.0 + std::exp(-v)), 1e-6 + 1e-6 * std::abs(v)) << v;
         EXPECT_NEAR(geglu[i], 1.5 * geluTanh(v), 2e-6 + 2e-6 * std::abs(v)) << v;
-        // The two GELUs are close but not equal (spec section 4.5, open question 5).
+        // The two GELUs are close but not equal (docs/qwen25vl.md sections 4.5 and 7, item 5).
         EXPECT_NEAR(gelu[i], erf[i], 1e-3) << v;
     }
 }

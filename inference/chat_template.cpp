@@ -233,9 +233,8 @@ const Json& unwrapTool(const Json& tool) {
     return tool;
 }
 
-Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
-                                    const ChatOptions& options) {
-    std::string out(kM3Begin);
+// The template's own system block: the identity and the thinking mode.
+void appendM3SystemBlock(std::string& out, const ChatOptions& options) {
     out += kM3Header;
     out += "system\n";
     out += kM3Identity;
@@ -248,27 +247,28 @@ Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
     out += "\n</thinking_instructions>";
     out += kM3End;
     out += '\n';
+}
 
-    // The caller's system prompt (or a leading developer message) goes into the developer block.
-    const bool leadingSystem = !messages.empty() && (messages.front().role == "system" ||
-                                                     messages.front().role == "developer");
+// The developer block: the caller's system prompt (`system`, null for the default) and the tools.
+Status appendM3DeveloperBlock(std::string& out, const ChatMessage* system,
+                              const std::vector<std::string>& toolsJson) {
     out += kM3Header;
     out += "developer\n";
-    if (leadingSystem) {
-        out += replaceM3Images(messages.front().content);
+    if (system != nullptr) {
+        out += replaceM3Images(system->content);
     } else {
         out += kM3DefaultDeveloper;
     }
-    if (!options.toolsJson.empty()) {
+    if (!toolsJson.empty()) {
         out +=
             "\n\n# Tools\nYou may call one or more tools to assist with the user query.\n"
             "Here are the tools available in JSONSchema format:\n\n<tools>\n";
-        for (std::size_t i = 0; i < options.toolsJson.size(); ++i) {
-            const Json tool = Json::parse(options.toolsJson[i], nullptr, false);
+        for (std::size_t i = 0; i < toolsJson.size(); ++i) {
+            const Json tool = Json::parse(toolsJson[i], nullptr, false);
             if (tool.is_discarded() || !tool.is_object())
                 return Status::invalidArgument(
                     "tool description " + std::to_string(i + 1) +
-                    ": not a JSON object: " + options.toolsJson[i].substr(0, 80));
+                    ": not a JSON object: " + toolsJson[i].substr(0, 80));
             if (i > 0) out += '\n';
             out += "<tool>";
             appendPython(out, unwrapTool(tool));
@@ -282,48 +282,70 @@ Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
     }
     out += kM3End;
     out += '\n';
+    return {};
+}
+
+// Tool result messages[i]: consecutive results share one tool turn, one <response> per line.
+void appendM3ToolResult(std::string& out, const std::vector<ChatMessage>& messages, std::size_t i) {
+    if (i == 0 || messages[i - 1].role != "tool") {
+        out += kM3Header;
+        out += "tool\n";
+    } else {
+        out += '\n';
+    }
+    out += "<response>" + replaceM3Images(messages[i].content) + "</response>";
+    if (i + 1 == messages.size() || messages[i + 1].role != "tool") {
+        out += kM3End;
+        out += '\n';
+    }
+}
+
+// An earlier answer keeps no reasoning: the template writes the bare </mm:think> prefix.
+Status appendM3AssistantTurn(std::string& out, const ChatMessage& m) {
+    out += kM3Header;
+    out += "ai\n";
+    out += kM3ThinkClose;
+    const std::string_view answer = m3AnswerWithoutReasoning(m.content);
+    out += answer;
+    if (!m.toolCalls.empty()) {
+        if (!answer.empty()) out += '\n';
+        out += m3Tag("tool_call");
+        for (const ChatToolCall& call : m.toolCalls) {
+            const Json arguments = Json::parse(call.argumentsJson, nullptr, false);
+            if (arguments.is_discarded() || !arguments.is_object())
+                return Status::invalidArgument(
+                    "tool call '" + call.name +
+                    "' arguments: not a JSON object: " + call.argumentsJson.substr(0, 80));
+            out += '\n';
+            out += kMiniMaxNamespace;
+            out += "<invoke name=\"" + call.name + "\">";
+            appendM3Xml(out, arguments);
+            out += m3Tag("invoke", true);
+        }
+        out += '\n' + m3Tag("tool_call", true);
+    }
+    out += kM3End;
+    out += '\n';
+    return {};
+}
+
+Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
+                                    const ChatOptions& options) {
+    std::string out(kM3Begin);
+    appendM3SystemBlock(out, options);
+
+    // The caller's system prompt (or a leading developer message) goes into the developer block.
+    const bool leadingSystem = !messages.empty() && (messages.front().role == "system" ||
+                                                     messages.front().role == "developer");
+    IRIS_RETURN_IF_ERROR(appendM3DeveloperBlock(out, leadingSystem ? &messages.front() : nullptr,
+                                                options.toolsJson));
 
     for (std::size_t i = leadingSystem ? 1 : 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
         if (m.role == "tool") {
-            // Consecutive results share one tool turn, one <response> per line.
-            if (i == 0 || messages[i - 1].role != "tool") {
-                out += kM3Header;
-                out += "tool\n";
-            } else {
-                out += '\n';
-            }
-            out += "<response>" + replaceM3Images(m.content) + "</response>";
-            if (i + 1 == messages.size() || messages[i + 1].role != "tool") {
-                out += kM3End;
-                out += '\n';
-            }
+            appendM3ToolResult(out, messages, i);
         } else if (m.role == "assistant") {
-            // Earlier answers keep no reasoning: the template writes the bare </mm:think> prefix.
-            out += kM3Header;
-            out += "ai\n";
-            out += kM3ThinkClose;
-            const std::string_view answer = m3AnswerWithoutReasoning(m.content);
-            out += answer;
-            if (!m.toolCalls.empty()) {
-                if (!answer.empty()) out += '\n';
-                out += m3Tag("tool_call");
-                for (const ChatToolCall& call : m.toolCalls) {
-                    const Json arguments = Json::parse(call.argumentsJson, nullptr, false);
-                    if (arguments.is_discarded() || !arguments.is_object())
-                        return Status::invalidArgument(
-                            "tool call '" + call.name +
-                            "' arguments: not a JSON object: " + call.argumentsJson.substr(0, 80));
-                    out += '\n';
-                    out += kMiniMaxNamespace;
-                    out += "<invoke name=\"" + call.name + "\">";
-                    appendM3Xml(out, arguments);
-                    out += m3Tag("invoke", true);
-                }
-                out += '\n' + m3Tag("tool_call", true);
-            }
-            out += kM3End;
-            out += '\n';
+            IRIS_RETURN_IF_ERROR(appendM3AssistantTurn(out, m));
         } else {
             // user; a later system message becomes a developer turn (the system role is the
             // template's own block).

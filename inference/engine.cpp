@@ -65,6 +65,21 @@ void readWeightsIn(const GgufFile& file, LoadProgress& progress) {
     progress.add(0, true);
 }
 
+// Cuts `text` before the first stop string that the bytes from `before` on complete; whether
+// one did. Searches only where a new match can be: from the last stop.size() - 1 old bytes on.
+bool cutAtStopString(std::string& text, std::size_t before, std::span<const std::string> stops) {
+    bool stopped = false;
+    for (const std::string& stop : stops) {
+        const std::size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+        const std::size_t at = stop.empty() ? std::string::npos : text.find(stop, from);
+        if (at != std::string::npos) {
+            text.resize(at);
+            stopped = true;
+        }
+    }
+    return stopped;
+}
+
 }  // namespace
 
 const char* stopReasonName(StopReason reason) {
@@ -339,10 +354,7 @@ Status Session::feed(std::span<const Item> items, std::span<const TokenPosition>
     return {};
 }
 
-Result<GenerateResult> Session::generate(const GenerateRequest& request) {
-    const EngineOptions& options = m_engine.m_options;
-    const Tokenizer& tokenizer = *m_engine.m_tokenizer;
-    GenerateResult result;
+Status Session::checkRequest(const GenerateRequest& request) const {
     if (request.prompt.empty() && request.images.empty())
         return Status::invalidArgument("empty prompt");
     for (std::size_t j = 0; j < request.images.size(); ++j) {
@@ -360,15 +372,13 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
             return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
         }
     }
+    return {};
+}
 
-    // The prompt as KV slots: items, their positions, the running position after each, and the
-    // image each image token comes from.
+Session::PromptSlots Session::layOut(const GenerateRequest& request) const {
     const bool mrope = m_engine.m_model->config().multimodalRope;
-    std::vector<Item> items;
-    std::vector<TokenPosition> positions;
-    std::vector<std::int32_t> nextPositions;
-    std::vector<std::int32_t> imageOf;
-    items.reserve(request.prompt.size());
+    PromptSlots out;
+    out.items.reserve(request.prompt.size());
     std::int32_t running = 0;
     std::size_t nextImage = 0;
     for (std::size_t i = 0; i <= request.prompt.size(); ++i) {
@@ -378,51 +388,49 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
             const std::int64_t mergedH = image.gridH / std::max(1, image.mergeSize),
                                mergedW = image.gridW / std::max(1, image.mergeSize);
             const std::int32_t after =
-                appendImagePositions(running, mergedH, mergedW, mrope, positions);
+                appendImagePositions(running, mergedH, mergedW, mrope, out.positions);
             for (std::int64_t k = 0; k < mergedH * mergedW; ++k) {
-                items.push_back({-1, std::int32_t(k), image.hash});
-                imageOf.push_back(std::int32_t(nextImage));
+                out.items.push_back({-1, std::int32_t(k), image.hash});
+                out.imageOf.push_back(std::int32_t(nextImage));
                 // Inside an image the running position stays at its start until the last token.
-                nextPositions.push_back(k + 1 == mergedH * mergedW ? after : running);
+                out.nextPositions.push_back(k + 1 == mergedH * mergedW ? after : running);
             }
-            result.imageTokens += mergedH * mergedW;
+            out.imageTokens += mergedH * mergedW;
             running = after;
         }
         if (i == request.prompt.size()) break;
-        items.push_back({request.prompt[i], -1, {}});
-        positions.push_back(textPosition(running));
-        imageOf.push_back(-1);
-        nextPositions.push_back(++running);
+        out.items.push_back({request.prompt[i], -1, {}});
+        out.positions.push_back(textPosition(running));
+        out.imageOf.push_back(-1);
+        out.nextPositions.push_back(++running);
     }
-    result.promptTokens = std::int64_t(items.size());
-    if (items.empty()) return Status::invalidArgument("empty prompt (images without tokens)");
-    if (result.promptTokens > options.contextSize) {
-        return Status::outOfRange("the prompt has " + std::to_string(result.promptTokens) +
-                                  " tokens, more than the context of " +
-                                  std::to_string(options.contextSize) +
-                                  " (raise the context size)");
-    }
-    // Keep the K/V of the longest shared prefix (images compared by hash); at least the last
-    // prompt token is run again so that there are logits to sample from.
+    return out;
+}
+
+// Keeps the K/V of the longest shared prefix (images compared by hash); at least the last
+// prompt item is run again so that there are logits to sample from. Returns the prefix length.
+std::size_t Session::reusePrefix(std::span<const Item> items) {
     std::size_t shared = 0;
     while (shared < m_items.size() && shared + 1 < items.size() && m_items[shared] == items[shared])
         ++shared;
     truncate(shared);
-    result.reusedTokens = std::int64_t(shared);
+    return shared;
+}
 
-    auto start = Clock::now();
-    // Embeddings of the images that are not wholly in the reused prefix.
-    std::vector<std::shared_ptr<const std::vector<float>>> embeddings(request.images.size());
-    std::vector<const float*> inject(items.size(), nullptr);
+// Embeddings of the images that are not wholly in the reused prefix (slots from `from` on).
+Status Session::embedImages(const GenerateRequest& request, const PromptSlots& prompt,
+                            std::size_t from, InjectedEmbeddings& out, GenerateResult& result) {
+    out.held.assign(request.images.size(), nullptr);
+    out.perSlot.assign(prompt.items.size(), nullptr);
     const std::int64_t hidden = m_engine.m_model->config().hiddenSize;
-    for (std::size_t i = shared; i < items.size(); ++i) {
-        if (imageOf[i] < 0) continue;
-        auto& held = embeddings[std::size_t(imageOf[i])];
+    for (std::size_t i = from; i < prompt.items.size(); ++i) {
+        if (prompt.imageOf[i] < 0) continue;
+        auto& held = out.held[std::size_t(prompt.imageOf[i])];
         if (held == nullptr) {
             const auto encodeStart = Clock::now();
             bool encoded = false;
-            Result<std::shared_ptr<const std::vector<float>>> got =
-                m_engine.imageEmbeddings(*request.images[std::size_t(imageOf[i])].image, &encoded);
+            Result<std::shared_ptr<const std::vector<float>>> got = m_engine.imageEmbeddings(
+                *request.images[std::size_t(prompt.imageOf[i])].image, &encoded);
             if (!got) return got.status();
             held = std::move(*got);
             if (encoded) {
@@ -430,15 +438,16 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
                 result.encodeSeconds += secondsSince(encodeStart);
             }
         }
-        inject[i] = held->data() + std::int64_t(items[i].imageToken) * hidden;
+        out.perSlot[i] = held->data() + std::int64_t(prompt.items[i].imageToken) * hidden;
     }
-    std::vector<float> logits;
-    IRIS_RETURN_IF_ERROR(
-        feed(std::span(items).subspan(shared), std::span(positions).subspan(shared),
-             std::span(nextPositions).subspan(shared), std::span(inject).subspan(shared), logits));
-    result.prefillSeconds = secondsSince(start);
+    return {};
+}
 
-    start = Clock::now();
+// Samples from `logits` (the prompt's last), then feeds each token back until a stop.
+Status Session::decode(const GenerateRequest& request, std::vector<float>& logits,
+                       GenerateResult& result) {
+    const Tokenizer& tokenizer = *m_engine.m_tokenizer;
+    const auto start = Clock::now();
     Sampler sampler(request.sampling);
     TokenDecoder decoder(tokenizer);
     std::vector<std::int32_t> history = request.prompt;
@@ -457,17 +466,7 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
         const std::string piece = decoder.feed(token);
         const std::size_t before = result.text.size();
         result.text += piece;
-        bool stopped = false;
-        for (const std::string& stop : request.stopStrings) {
-            // Search only where a new match can be: from the last stop.size() - 1 old bytes on.
-            const std::size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-            const std::size_t at = stop.empty() ? std::string::npos : result.text.find(stop, from);
-            if (at != std::string::npos) {
-                result.text.resize(at);
-                stopped = true;
-            }
-        }
-        if (stopped) {
+        if (cutAtStopString(result.text, before, request.stopStrings)) {
             result.stop = StopReason::StopString;
             break;
         }
@@ -479,7 +478,7 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
             result.stop = StopReason::MaxTokens;
             break;
         }
-        if (std::int64_t(m_items.size()) + 1 > options.contextSize) {
+        if (std::int64_t(m_items.size()) + 1 > m_engine.m_options.contextSize) {
             result.stop = StopReason::ContextFull;
             break;
         }
@@ -491,6 +490,37 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     }
     if (result.stop != StopReason::StopString) result.text += decoder.flush();
     result.decodeSeconds = secondsSince(start);
+    return {};
+}
+
+Result<GenerateResult> Session::generate(const GenerateRequest& request) {
+    IRIS_RETURN_IF_ERROR(checkRequest(request));
+    const PromptSlots prompt = layOut(request);
+    GenerateResult result;
+    result.imageTokens = prompt.imageTokens;
+    result.promptTokens = std::int64_t(prompt.items.size());
+    if (prompt.items.empty())
+        return Status::invalidArgument("empty prompt (images without tokens)");
+    const std::int64_t contextSize = m_engine.m_options.contextSize;
+    if (result.promptTokens > contextSize) {
+        return Status::outOfRange("the prompt has " + std::to_string(result.promptTokens) +
+                                  " tokens, more than the context of " +
+                                  std::to_string(contextSize) + " (raise the context size)");
+    }
+    const std::size_t shared = reusePrefix(prompt.items);
+    result.reusedTokens = std::int64_t(shared);
+
+    const auto start = Clock::now();
+    InjectedEmbeddings images;
+    IRIS_RETURN_IF_ERROR(embedImages(request, prompt, shared, images, result));
+    std::vector<float> logits;
+    IRIS_RETURN_IF_ERROR(feed(std::span(prompt.items).subspan(shared),
+                              std::span(prompt.positions).subspan(shared),
+                              std::span(prompt.nextPositions).subspan(shared),
+                              std::span(images.perSlot).subspan(shared), logits));
+    result.prefillSeconds = secondsSince(start);
+
+    IRIS_RETURN_IF_ERROR(decode(request, logits, result));
     return result;
 }
 

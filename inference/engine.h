@@ -143,7 +143,30 @@ private:
                    (imageToken < 0 || hash == other.hash);
         }
     };
+    // A prompt laid out as KV slots: its items, their rotary positions, the running position
+    // after each, and the request image each image token comes from (-1 for text).
+    struct PromptSlots {
+        std::vector<Item> items;
+        std::vector<TokenPosition> positions;
+        std::vector<std::int32_t> nextPositions;
+        std::vector<std::int32_t> imageOf;
+        std::int64_t imageTokens = 0;
+    };
+    // What a prefill injects in place of token embeddings: one pointer per slot (null for
+    // text), into the images' embeddings, which `held` keeps alive.
+    struct InjectedEmbeddings {
+        std::vector<std::shared_ptr<const std::vector<float>>> held;  // per request image
+        std::vector<const float*> perSlot;
+    };
     Session(Engine& engine, SequenceId sequence) : m_engine(engine), m_sequence(sequence) {}
+    // The phases of generate(), in order.
+    Status checkRequest(const GenerateRequest& request) const;
+    PromptSlots layOut(const GenerateRequest& request) const;
+    std::size_t reusePrefix(std::span<const Item> items);
+    Status embedImages(const GenerateRequest& request, const PromptSlots& prompt, std::size_t from,
+                       InjectedEmbeddings& out, GenerateResult& result);
+    Status decode(const GenerateRequest& request, std::vector<float>& logits,
+                  GenerateResult& result);
     Status feed(std::span<const Item> items, std::span<const TokenPosition> positions,
                 std::span<const std::int32_t> nextPositions,
                 std::span<const float* const> embeddings, std::vector<float>& logits);

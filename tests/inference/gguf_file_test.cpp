@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "inference/gguf/gguf_writer.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::inference {
 namespace {
@@ -140,9 +141,8 @@ TEST(GgufFile, TensorsRoundTripWithTheirAlignment) {
 }
 
 TEST(GgufFile, OpensAMappedFileFromDisk) {
-    const auto dir =
-        std::filesystem::temp_directory_path() / ("iris_gguf_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
+    const testing::ScratchDir scratch("iris_gguf");
+    const std::filesystem::path dir = scratch.path();
     const auto path = dir / "tiny.gguf";
     GgufWriter writer;
     writer.set("general.name", std::string("tiny"));
@@ -167,7 +167,6 @@ TEST(GgufFile, OpensAMappedFileFromDisk) {
     EXPECT_NE(missing.status().message().find("absent.gguf: cannot open: No such file"),
               std::string::npos)
         << missing.status().message();
-    std::filesystem::remove_all(dir);
 }
 
 TEST(GgufWriter, RefusesDataOfTheWrongSizeAndDuplicateNames) {

@@ -10,10 +10,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "inference/gguf/gguf_file.h"
 #include "inference/tokenizer/tokenizer.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::inference {
 namespace {
@@ -62,15 +62,6 @@ json qwenLikeTokenizer() {
 
 class TokenizerImport : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        m_dir = fs::temp_directory_path() /
-                ("iris_tokenizer_import_" + std::to_string(::getpid()) + "_" + info->name());
-        fs::remove_all(m_dir);
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
-
     fs::path write(const std::string& name, const std::string& text) const {
         const fs::path path = m_dir / name;
         std::ofstream(path, std::ios::binary) << text;
@@ -105,7 +96,8 @@ protected:
                      : std::vector<std::string>{};
     }
 
-    fs::path m_dir;
+    testing::ScratchDir m_scratch{"iris_tokenizer_import"};
+    const fs::path m_dir = m_scratch.path();
     std::vector<std::byte> m_bytes;
 };
 

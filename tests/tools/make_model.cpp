@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 
+#include "base/temporary_folder.h"
 #include "inference/gguf/gguf_writer.h"
 #include "inference/tokenizer/tokenizer_import.h"
 #include "kernels/quant.h"
@@ -32,9 +33,9 @@ namespace fs = std::filesystem;
 // to tokenizer.json, so tokenizer.json and its siblings are linked into a scratch folder beside
 // such a config.json.
 iris::Status addTokenizer(const fs::path& tokenizerJson, long vocab, GgufWriter& w) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("iris_make_model_" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir);
+    iris::Result<iris::TemporaryFolder> scratch = iris::TemporaryFolder::create("iris_make_model");
+    if (!scratch) return scratch.status();
+    const fs::path dir = scratch->path();
     for (const fs::directory_entry& sibling :
          fs::directory_iterator(fs::absolute(tokenizerJson).parent_path())) {
         const fs::path name = sibling.path().filename();
@@ -43,9 +44,7 @@ iris::Status addTokenizer(const fs::path& tokenizerJson, long vocab, GgufWriter&
     }
     fs::create_symlink(fs::absolute(tokenizerJson), dir / "tokenizer.json");
     std::ofstream(dir / "config.json") << "{\"vocab_size\": " << vocab << "}\n";
-    iris::Status status = iris::inference::addHfTokenizerToGguf(dir / "tokenizer.json", w);
-    fs::remove_all(dir);
-    return status;
+    return iris::inference::addHfTokenizerToGguf(dir / "tokenizer.json", w);
 }
 
 struct Options {

@@ -107,6 +107,166 @@ std::string scoreText(const TaskResult& task) {
     return task.score ? fixed(*task.score, 3) : std::string(taskStatusName(task.status));
 }
 
+// The report's sections, top to bottom: reportHtml() writes them in this order.
+
+void writeRunHeading(std::ostream& html, const RunSettings& settings) {
+    html << "<h1>Evaluation of " << htmlEscape(settings.model) << "</h1>"
+         << "<p class=\"muted\">" << htmlEscape(settings.modelDescription) << " &middot; "
+         << "tasks " << htmlEscape(settings.tasksPath) << " &middot; action format "
+         << htmlEscape(settings.actionFormat) << " &middot; max steps "
+         << (settings.maxSteps > 0 ? std::to_string(settings.maxSteps) : std::string("per task"))
+         << " &middot; sleep after action " << shortNumber(settings.sleepAfterActionS)
+         << " s &middot; parallel " << settings.parallel << "</p>\n";
+}
+
+void writeRateCards(std::ostream& html, const RunSummary& summary) {
+    html << "<div class=\"cards\">"
+         << "<div class=\"card\"><div class=\"muted\">Success rate over attempted tasks</div>"
+         << "<div class=\"big\">" << percent(summary.rateAttempted()) << "</div>"
+         << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.attempted
+         << " attempted (OSWorld's show_result)</div></div>"
+         << "<div class=\"card\"><div class=\"muted\">Success rate over all tasks</div>"
+         << "<div class=\"big\">" << percent(summary.rateAll()) << "</div>"
+         << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.tasks
+         << " tasks; not attempted count as 0</div></div>"
+         << "<div class=\"card\"><div class=\"muted\">Not scored</div><div class=\"big\">"
+         << summary.tasks - summary.attempted << "</div><div class=\"muted\">"
+         << summary.unsupported << " unsupported, " << summary.errors << " errors, "
+         << summary.stopped << " stopped</div></div></div>\n";
+}
+
+void writeDomainTable(std::ostream& html, const RunSummary& summary) {
+    html << "<h2>Per domain</h2><table><tr><th>domain</th><th>tasks</th><th>attempted</th>"
+            "<th>score sum</th><th>success (attempted)</th><th>success (all)</th></tr>";
+    for (const DomainSummary& domain : summary.domains) {
+        html << "<tr><td>" << htmlEscape(domain.domain) << "</td><td class=\"num\">" << domain.tasks
+             << "</td><td class=\"num\">" << domain.attempted << "</td><td class=\"num\">"
+             << fixed(domain.scoreSum, 3) << "</td><td class=\"num\">"
+             << (domain.attempted ? percent(domain.scoreSum / domain.attempted) : "&ndash;")
+             << "</td><td class=\"num\">"
+             << (domain.tasks ? percent(domain.scoreSum / domain.tasks) : "&ndash;")
+             << "</td></tr>";
+    }
+    html << "</table>\n";
+}
+
+// Histograms of the tasks that ran (neither unsupported nor failed before their first step).
+void writeDistributions(std::ostream& html, const RunResults& results) {
+    std::vector<double> steps, tokens, latency;
+    for (const TaskResult& task : results.tasks) {
+        if (task.status == TaskStatus::Unsupported || (!task.score && task.steps == 0)) continue;
+        steps.push_back(task.steps);
+        tokens.push_back(double(task.promptTokens + task.completionTokens));
+        for (const double ms : task.stepLatencyMs)
+            latency.push_back(ms / 1000.0);
+    }
+    html << "<h2>Distributions</h2><div class=\"charts\">"
+         << histogramSvg(steps, 10, "Steps per task", "steps")
+         << histogramSvg(tokens, 10, "Tokens per task", "prompt + completion tokens")
+         << histogramSvg(latency, 12, "Model latency per step", "seconds") << "</div>\n";
+}
+
+void writeTaskTable(std::ostream& html, const RunResults& results) {
+    html << "<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>score</th><th>steps</th>"
+            "<th>tokens</th><th>time</th><th>note</th></tr>";
+    for (const TaskResult& task : results.tasks) {
+        html << "<tr><td><a href=\"#" << anchorOf(task) << "\">"
+             << htmlEscape(task.domain + "/" + task.id) << "</a></td><td>"
+             << taskStatusName(task.status) << "</td><td class=\"num " << scoreClass(task) << "\">"
+             << scoreText(task) << "</td><td class=\"num\">" << task.steps
+             << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
+             << "</td><td class=\"num\">" << fixed(task.durationS, 1) << " s</td><td>"
+             << htmlEscape(task.error.empty() ? task.reason : task.error) << "</td></tr>";
+    }
+    html << "</table>\n";
+}
+
+// The evaluator's per-metric table from the task's evaluation.json, when there is one.
+void writeMetrics(std::ostream& html, const fs::path& taskDir) {
+    std::ifstream evaluation(taskDir / "evaluation.json");
+    if (!evaluation) return;
+    try {
+        const nlohmann::json details = nlohmann::json::parse(evaluation);
+        html << "<table><tr><th>#</th><th>func</th><th>result</th><th>expected</th>"
+                "<th>score</th><th>note</th></tr>";
+        for (const nlohmann::json& metric : details.value("metrics", nlohmann::json::array())) {
+            const nlohmann::json score = metric.value("score", nlohmann::json());
+            html << "<tr><td>" << metric.value("index", 0) << "</td><td>"
+                 << htmlEscape(metric.value("func", "")) << "</td><td>"
+                 << htmlEscape(metric.value("result_type", "") + ": " + metric.value("result", ""))
+                 << "</td><td>"
+                 << htmlEscape(metric.value("expected_type", "") + ": " +
+                               metric.value("expected", ""))
+                 << "</td><td class=\"num\">"
+                 << (score.is_number() ? fixed(score.get<double>(), 3) : "&ndash;") << "</td><td>"
+                 << htmlEscape(metric.value("note", "")) << "</td></tr>";
+        }
+        html << "</table>";
+    } catch (const nlohmann::json::exception&) {
+        html << "<p class=\"bad\">evaluation.json is not readable</p>";
+    }
+}
+
+// One row per line of the task's traj.jsonl: the screenshot, the action, and the model's answer
+// once per step.
+void writeTrajectory(std::ostream& html, const fs::path& taskDir, const fs::path& pageDir) {
+    const std::vector<nlohmann::json> trajectory = readTrajectory(taskDir / "traj.jsonl");
+    int shownStep = -1;
+    for (const nlohmann::json& line : trajectory) {
+        if (line.contains("error") || line.contains("Error")) {
+            html << "<p class=\"bad\">" << htmlEscape(line.dump()) << "</p>";
+            continue;
+        }
+        const int step = line.value("step_num", 0);
+        const std::string shot = line.value("screenshot_file", "");
+        const nlohmann::json action = line.value("action", nlohmann::json());
+        html << "<div class=\"step\">";
+        if (!shot.empty())
+            html << "<a href=\"" << relativeLink(taskDir / shot, pageDir) << "\"><img src=\""
+                 << relativeLink(taskDir / shot, pageDir)
+                 << "\" loading=\"lazy\" alt=\"screen after step " << step << "\"></a>";
+        html << "<div><b>step " << step << "</b> <code>"
+             << htmlEscape(action.is_string() ? action.get<std::string>() : action.dump())
+             << "</code>";
+        if (step != shownStep) {  // the response is shared by a step's actions
+            const nlohmann::json response = line.value("response", nlohmann::json());
+            html << "<pre>"
+                 << htmlEscape(response.is_string() ? response.get<std::string>()
+                                                    : response.dump(2))
+                 << "</pre>";
+            shownStep = step;
+        }
+        html << "</div></div>";
+    }
+    if (trajectory.empty()) html << "<p class=\"muted\">no trajectory recorded</p>";
+}
+
+// A task's section: its outcome, the evaluator's details and the trajectory.
+void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path& dir,
+                      const fs::path& pageDir) {
+    html << "<details class=\"task\" id=\"" << anchorOf(task) << "\"><summary><h3 "
+         << "style=\"display:inline\">" << htmlEscape(task.domain + "/" + task.id)
+         << "</h3> <span class=\"" << scoreClass(task) << "\">" << scoreText(task)
+         << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
+         << " steps, loop " << htmlEscape(task.loopEnd)
+         << (task.session ? ", session " + std::to_string(task.session) : std::string())
+         << "</span></summary>";
+    if (!task.error.empty()) html << "<p class=\"bad\">" << htmlEscape(task.error) << "</p>";
+    if (!task.reason.empty()) html << "<p>Evaluator: " << htmlEscape(task.reason) << "</p>";
+    if (!task.message.empty()) html << "<p>Agent: " << htmlEscape(task.message) << "</p>";
+    if (task.resultDir.empty()) {
+        html << "</details>\n";
+        return;
+    }
+    const fs::path taskDir = dir / task.resultDir;
+    writeMetrics(html, taskDir);
+    writeTrajectory(html, taskDir, pageDir);
+    if (fs::exists(taskDir / "recording.mp4"))
+        html << "<p><a href=\"" << relativeLink(taskDir / "recording.mp4", pageDir)
+             << "\">recording.mp4</a></p>";
+    html << "</details>\n";
+}
+
 }  // namespace
 
 std::string htmlEscape(std::string_view text) {
@@ -214,143 +374,13 @@ std::string reportHtml(const RunResults& results, const fs::path& dir, const fs:
     html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          << "<title>Iris evaluation: " << htmlEscape(results.settings.model) << "</title><style>"
          << kStyle << "</style></head><body><main>\n";
-    html << "<h1>Evaluation of " << htmlEscape(results.settings.model) << "</h1>"
-         << "<p class=\"muted\">" << htmlEscape(results.settings.modelDescription) << " &middot; "
-         << "tasks " << htmlEscape(results.settings.tasksPath) << " &middot; action format "
-         << htmlEscape(results.settings.actionFormat) << " &middot; max steps "
-         << (results.settings.maxSteps > 0 ? std::to_string(results.settings.maxSteps)
-                                           : std::string("per task"))
-         << " &middot; sleep after action " << shortNumber(results.settings.sleepAfterActionS)
-         << " s &middot; parallel " << results.settings.parallel << "</p>\n";
-
-    html << "<div class=\"cards\">"
-         << "<div class=\"card\"><div class=\"muted\">Success rate over attempted tasks</div>"
-         << "<div class=\"big\">" << percent(summary.rateAttempted()) << "</div>"
-         << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.attempted
-         << " attempted (OSWorld's show_result)</div></div>"
-         << "<div class=\"card\"><div class=\"muted\">Success rate over all tasks</div>"
-         << "<div class=\"big\">" << percent(summary.rateAll()) << "</div>"
-         << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.tasks
-         << " tasks; not attempted count as 0</div></div>"
-         << "<div class=\"card\"><div class=\"muted\">Not scored</div><div class=\"big\">"
-         << summary.tasks - summary.attempted << "</div><div class=\"muted\">"
-         << summary.unsupported << " unsupported, " << summary.errors << " errors, "
-         << summary.stopped << " stopped</div></div></div>\n";
-
-    html << "<h2>Per domain</h2><table><tr><th>domain</th><th>tasks</th><th>attempted</th>"
-            "<th>score sum</th><th>success (attempted)</th><th>success (all)</th></tr>";
-    for (const DomainSummary& domain : summary.domains) {
-        html << "<tr><td>" << htmlEscape(domain.domain) << "</td><td class=\"num\">" << domain.tasks
-             << "</td><td class=\"num\">" << domain.attempted << "</td><td class=\"num\">"
-             << fixed(domain.scoreSum, 3) << "</td><td class=\"num\">"
-             << (domain.attempted ? percent(domain.scoreSum / domain.attempted) : "&ndash;")
-             << "</td><td class=\"num\">"
-             << (domain.tasks ? percent(domain.scoreSum / domain.tasks) : "&ndash;")
-             << "</td></tr>";
-    }
-    html << "</table>\n";
-
-    std::vector<double> steps, tokens, latency;
-    for (const TaskResult& task : results.tasks) {
-        if (task.status == TaskStatus::Unsupported || (!task.score && task.steps == 0)) continue;
-        steps.push_back(task.steps);
-        tokens.push_back(double(task.promptTokens + task.completionTokens));
-        for (const double ms : task.stepLatencyMs)
-            latency.push_back(ms / 1000.0);
-    }
-    html << "<h2>Distributions</h2><div class=\"charts\">"
-         << histogramSvg(steps, 10, "Steps per task", "steps")
-         << histogramSvg(tokens, 10, "Tokens per task", "prompt + completion tokens")
-         << histogramSvg(latency, 12, "Model latency per step", "seconds") << "</div>\n";
-
-    html << "<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>score</th><th>steps</th>"
-            "<th>tokens</th><th>time</th><th>note</th></tr>";
-    for (const TaskResult& task : results.tasks) {
-        html << "<tr><td><a href=\"#" << anchorOf(task) << "\">"
-             << htmlEscape(task.domain + "/" + task.id) << "</a></td><td>"
-             << taskStatusName(task.status) << "</td><td class=\"num " << scoreClass(task) << "\">"
-             << scoreText(task) << "</td><td class=\"num\">" << task.steps
-             << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
-             << "</td><td class=\"num\">" << fixed(task.durationS, 1) << " s</td><td>"
-             << htmlEscape(task.error.empty() ? task.reason : task.error) << "</td></tr>";
-    }
-    html << "</table>\n";
-
-    for (const TaskResult& task : results.tasks) {
-        html << "<details class=\"task\" id=\"" << anchorOf(task) << "\"><summary><h3 "
-             << "style=\"display:inline\">" << htmlEscape(task.domain + "/" + task.id)
-             << "</h3> <span class=\"" << scoreClass(task) << "\">" << scoreText(task)
-             << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
-             << " steps, loop " << htmlEscape(task.loopEnd)
-             << (task.session ? ", session " + std::to_string(task.session) : std::string())
-             << "</span></summary>";
-        if (!task.error.empty()) html << "<p class=\"bad\">" << htmlEscape(task.error) << "</p>";
-        if (!task.reason.empty()) html << "<p>Evaluator: " << htmlEscape(task.reason) << "</p>";
-        if (!task.message.empty()) html << "<p>Agent: " << htmlEscape(task.message) << "</p>";
-        if (task.resultDir.empty()) {
-            html << "</details>\n";
-            continue;
-        }
-        const fs::path taskDir = dir / task.resultDir;
-        std::ifstream evaluation(taskDir / "evaluation.json");
-        if (evaluation) {
-            try {
-                const nlohmann::json details = nlohmann::json::parse(evaluation);
-                html << "<table><tr><th>#</th><th>func</th><th>result</th><th>expected</th>"
-                        "<th>score</th><th>note</th></tr>";
-                for (const nlohmann::json& metric :
-                     details.value("metrics", nlohmann::json::array())) {
-                    const nlohmann::json score = metric.value("score", nlohmann::json());
-                    html << "<tr><td>" << metric.value("index", 0) << "</td><td>"
-                         << htmlEscape(metric.value("func", "")) << "</td><td>"
-                         << htmlEscape(metric.value("result_type", "") + ": " +
-                                       metric.value("result", ""))
-                         << "</td><td>"
-                         << htmlEscape(metric.value("expected_type", "") + ": " +
-                                       metric.value("expected", ""))
-                         << "</td><td class=\"num\">"
-                         << (score.is_number() ? fixed(score.get<double>(), 3) : "&ndash;")
-                         << "</td><td>" << htmlEscape(metric.value("note", "")) << "</td></tr>";
-                }
-                html << "</table>";
-            } catch (const nlohmann::json::exception&) {
-                html << "<p class=\"bad\">evaluation.json is not readable</p>";
-            }
-        }
-        const std::vector<nlohmann::json> trajectory = readTrajectory(taskDir / "traj.jsonl");
-        int shownStep = -1;
-        for (const nlohmann::json& line : trajectory) {
-            if (line.contains("error") || line.contains("Error")) {
-                html << "<p class=\"bad\">" << htmlEscape(line.dump()) << "</p>";
-                continue;
-            }
-            const int step = line.value("step_num", 0);
-            const std::string shot = line.value("screenshot_file", "");
-            const nlohmann::json action = line.value("action", nlohmann::json());
-            html << "<div class=\"step\">";
-            if (!shot.empty())
-                html << "<a href=\"" << relativeLink(taskDir / shot, pageDir) << "\"><img src=\""
-                     << relativeLink(taskDir / shot, pageDir)
-                     << "\" loading=\"lazy\" alt=\"screen after step " << step << "\"></a>";
-            html << "<div><b>step " << step << "</b> <code>"
-                 << htmlEscape(action.is_string() ? action.get<std::string>() : action.dump())
-                 << "</code>";
-            if (step != shownStep) {  // the response is shared by a step's actions
-                const nlohmann::json response = line.value("response", nlohmann::json());
-                html << "<pre>"
-                     << htmlEscape(response.is_string() ? response.get<std::string>()
-                                                        : response.dump(2))
-                     << "</pre>";
-                shownStep = step;
-            }
-            html << "</div></div>";
-        }
-        if (trajectory.empty()) html << "<p class=\"muted\">no trajectory recorded</p>";
-        if (fs::exists(taskDir / "recording.mp4"))
-            html << "<p><a href=\"" << relativeLink(taskDir / "recording.mp4", pageDir)
-                 << "\">recording.mp4</a></p>";
-        html << "</details>\n";
-    }
+    writeRunHeading(html, results.settings);
+    writeRateCards(html, summary);
+    writeDomainTable(html, summary);
+    writeDistributions(html, results);
+    writeTaskTable(html, results);
+    for (const TaskResult& task : results.tasks)
+        writeTaskDetails(html, task, dir, pageDir);
     html << "</main></body></html>\n";
     return html.str();
 }

@@ -10,7 +10,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <unistd.h>
+
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent {
 namespace {
@@ -49,13 +50,10 @@ protected:
         m_thread = std::thread([this] { m_server.listen_after_bind(); });
         while (!m_server.is_running())
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        m_dir = fs::temp_directory_path() / ("iris_download_" + std::to_string(::getpid()));
-        fs::remove_all(m_dir);
     }
     void TearDown() override {
         m_server.stop();
         if (m_thread.joinable()) m_thread.join();
-        fs::remove_all(m_dir);
     }
     std::string url(const std::string& path) const {
         return "http://127.0.0.1:" + std::to_string(m_port) + path;
@@ -66,7 +64,8 @@ protected:
     int m_port = 0;
     std::string m_body;
     std::atomic<int> m_flakyCalls{0};
-    fs::path m_dir;
+    inference::testing::ScratchDir m_scratch{"iris_download"};
+    const fs::path m_dir = m_scratch.path();
 };
 
 TEST_F(HttpDownloadTest, WritesTheBytesAndFollowsRedirects) {

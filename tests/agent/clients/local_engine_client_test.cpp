@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::agent {
@@ -19,8 +19,6 @@ namespace fs = std::filesystem;
 class LocalEngineClientTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        m_dir = fs::temp_directory_path() / ("iris_local_client_" + std::to_string(::getpid()));
-        fs::create_directories(m_dir);
         inference::testing::TinyModelSpec spec;
         spec.vocab = 288;
         spec.withTokenizer = true;
@@ -31,7 +29,6 @@ protected:
         std::ofstream(m_model, std::ios::binary)
             .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     }
-    void TearDown() override { fs::remove_all(m_dir); }
 
     static inference::EngineOptions options() {
         inference::EngineOptions o;
@@ -64,7 +61,8 @@ protected:
         return c ? std::move(*c) : nullptr;
     }
 
-    fs::path m_dir;
+    inference::testing::ScratchDir m_scratch{"iris_local_client"};
+    const fs::path m_dir = m_scratch.path();
     fs::path m_model;
 };
 

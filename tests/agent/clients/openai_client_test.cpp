@@ -16,10 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 namespace iris::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
 std::string sse(const std::string& json) {

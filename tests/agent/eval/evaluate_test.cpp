@@ -7,6 +7,7 @@
 
 #include "agent/eval/task_check.h"
 #include "fake_context.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent::eval {
 namespace {
@@ -16,14 +17,7 @@ using json = nlohmann::json;
 
 class EvaluateTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_root = fs::temp_directory_path() /
-                 ("iris-eval-" +
-                  std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        fs::remove_all(m_root);
-        m_ctx = std::make_unique<FakeContext>(m_root);
-    }
-    void TearDown() override { fs::remove_all(m_root); }
+    void SetUp() override { m_ctx = std::make_unique<FakeContext>(m_root); }
 
     Task task(const std::string& evaluator, const std::string& extra = "") {
         auto t = parseTask(
@@ -42,7 +36,8 @@ protected:
         return r ? r->score : -1;
     }
 
-    fs::path m_root;
+    inference::testing::ScratchDir m_scratch{"iris-eval"};
+    const fs::path m_root = m_scratch.path();
     std::unique_ptr<FakeContext> m_ctx;
 };
 

@@ -10,6 +10,7 @@
 #include "agent/eval/evaluator.h"
 #include "agent/eval/python_like.h"
 #include "agent/eval/url_match.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent::eval {
 namespace {
@@ -35,18 +36,12 @@ double score(std::string_view func, const json& result, const std::optional<json
 
 class FileMetrics : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_dir = fs::temp_directory_path() /
-                ("iris-eval-metrics-" +
-                 std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
     std::string file(const std::string& name, const std::string& text) {
         std::ofstream(m_dir / name, std::ios::binary) << text;
         return (m_dir / name).string();
     }
-    fs::path m_dir;
+    inference::testing::ScratchDir m_scratch{"iris-eval-metrics"};
+    const fs::path m_dir = m_scratch.path();
 };
 
 TEST(Metrics, ExactMatchUsesPythonEquality) {

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/inference/models/scratch_dir.h"
+
 namespace iris::agent::eval {
 namespace {
 
@@ -239,20 +241,12 @@ TEST(TaskParse, MutatedFilesGiveErrorsNotCrashes) {
 
 class TaskDirTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_dir = fs::temp_directory_path() /
-                ("iris-eval-taskdir-" +
-                 std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(m_dir);
-        fs::create_directories(m_dir);
-    }
-    void TearDown() override { fs::remove_all(m_dir); }
     void write(const fs::path& rel, const std::string& text) {
         fs::create_directories((m_dir / rel).parent_path());
         std::ofstream(m_dir / rel) << text;
     }
-    fs::path m_dir;
+    inference::testing::ScratchDir m_scratch{"iris-eval-taskdir"};
+    const fs::path m_dir = m_scratch.path();
 };
 
 TEST_F(TaskDirTest, FindsOsworldLayoutAndKeepsGoingPastBadFiles) {

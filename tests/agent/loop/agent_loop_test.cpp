@@ -9,6 +9,7 @@
 
 #include "agent/image_codec.h"
 #include "tests/agent/loop/fake_environment.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent {
 namespace {
@@ -28,13 +29,10 @@ LoopOptions toolOptions(int maxSteps = 10) {
     return options;
 }
 
-// A fresh project folder holding color.txt = "b g r".
-fs::path makeProject(const std::string& name, const std::string& colour) {
-    const fs::path dir = fs::temp_directory_path() / ("iris_loop_test_" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    std::ofstream(dir / "color.txt") << colour;
-    return dir;
+// `scratch` made a project folder holding color.txt = "b g r".
+fs::path makeProject(const inference::testing::ScratchDir& scratch, const std::string& colour) {
+    std::ofstream(scratch.path() / "color.txt") << colour;
+    return scratch.path();
 }
 
 std::string readText(const fs::path& path) {
@@ -194,7 +192,8 @@ TEST(AgentLoop, RefusesFileActionsWithoutAWorkspaceAndTypingSecrets) {
 }
 
 TEST(AgentLoop, KeepsEditsThatImproveTheRenderAndRevertsOnesThatDoNot) {
-    const fs::path project = makeProject("improve", "0 0 0");
+    const inference::testing::ScratchDir scratch("iris_loop_test_improve");
+    const fs::path project = makeProject(scratch, "0 0 0");
     Result<Workspace> workspace = Workspace::open(project);
     ASSERT_TRUE(workspace) << workspace.status().message();
     FakeEnvironment environment(project);
@@ -238,11 +237,11 @@ TEST(AgentLoop, KeepsEditsThatImproveTheRenderAndRevertsOnesThatDoNot) {
     EXPECT_FALSE(recorder.steps[0].edits.empty());
     EXPECT_NE(recorder.steps[0].edits[0].diff.find("+100 50 25"), std::string::npos)
         << recorder.steps[0].edits[0].diff;
-    fs::remove_all(project);
 }
 
 TEST(AgentLoop, GivesUpAfterEditsInARowThatDoNotImprove) {
-    const fs::path project = makeProject("patience", "200 100 40");
+    const inference::testing::ScratchDir scratch("iris_loop_test_patience");
+    const fs::path project = makeProject(scratch, "200 100 40");
     Result<Workspace> workspace = Workspace::open(project);
     ASSERT_TRUE(workspace);
     FakeEnvironment environment(project);
@@ -257,7 +256,6 @@ TEST(AgentLoop, GivesUpAfterEditsInARowThatDoNotImprove) {
     EXPECT_EQ(result.end, LoopEnd::NoImprovement) << result.message;
     EXPECT_EQ(result.steps, 2);
     EXPECT_EQ(readText(project / "color.txt"), "200 100 40");
-    fs::remove_all(project);
 }
 
 }  // namespace

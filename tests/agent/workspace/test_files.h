@@ -9,27 +9,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include "tests/inference/models/scratch_dir.h"
+
 namespace iris::agent::testing {
 
 // A fresh folder under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
+class TempDir : public inference::testing::ScratchDir {
 public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "iris-ws-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-        m_path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(m_path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::filesystem::path& path() const { return m_path; }
-
-private:
-    std::filesystem::path m_path;
+    TempDir() : ScratchDir("iris-ws") {}
 };
 
 inline void writeText(const std::filesystem::path& path, const std::string& text) {

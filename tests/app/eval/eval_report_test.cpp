@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/inference/models/scratch_dir.h"
+
 namespace iris::app::eval {
 namespace {
 
@@ -47,8 +49,8 @@ TEST(EvalReport, SvgHasOneBarPerBinAndNoScript) {
 }
 
 TEST(EvalReport, PageShowsBothRatesDomainsAndTrajectories) {
-    const fs::path dir = fs::temp_directory_path() / "iris-eval-report-test";
-    fs::remove_all(dir);
+    const inference::testing::ScratchDir scratch("iris-eval-report-test");
+    const fs::path dir = scratch.path();
     const std::string taskDir = "tools/demo/web/a";
     fs::create_directories(dir / taskDir);
     std::ofstream(dir / taskDir / "traj.jsonl")

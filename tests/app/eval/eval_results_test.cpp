@@ -5,17 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/inference/models/scratch_dir.h"
+
 namespace iris::app::eval {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path freshDir(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / ("iris-eval-results-test-" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+using inference::testing::ScratchDir;
 
 TaskResult scored(std::string domain, std::string id, double score) {
     TaskResult r;
@@ -104,7 +100,8 @@ TEST(EvalResults, SummaryGivesBothDenominators) {
 }
 
 TEST(EvalResults, RunResultsRoundTripThroughTheFolder) {
-    const fs::path dir = freshDir("roundtrip");
+    const ScratchDir scratch("iris-eval-results-test-roundtrip");
+    const fs::path dir = scratch.path();
     RunResults run;
     run.settings.model = "demonstration";
     run.settings.actionFormat = "pyautogui";
@@ -138,7 +135,8 @@ TEST(EvalResults, PathComponentsCannotEscape) {
 }
 
 TEST(EvalResults, ResultTxtParsesAsOsworldDoes) {
-    const fs::path dir = freshDir("resulttxt");
+    const ScratchDir scratch("iris-eval-results-test-resulttxt");
+    const fs::path dir = scratch.path();
     EXPECT_FALSE(readResultTxt(dir));
     std::ofstream(dir / "result.txt") << "0.873\n";
     ASSERT_TRUE(readResultTxt(dir));
@@ -150,7 +148,8 @@ TEST(EvalResults, ResultTxtParsesAsOsworldDoes) {
 }
 
 TEST(EvalResults, ResumeRedoesExactlyTheTasksWithoutAResult) {
-    const fs::path out = freshDir("resume");
+    const ScratchDir scratch("iris-eval-results-test-resume");
+    const fs::path out = scratch.path();
     const std::vector<std::string> dirs = {"f/m/d/done", "f/m/d/garbled", "f/m/d/never", "",
                                            "f/m/d/zero"};
     fs::create_directories(out / dirs[0]);

@@ -23,6 +23,7 @@
 #include "app/gui/agent_panel.h"
 #include "app/gui/agent_runner.h"
 #include "app/gui/session_library.h"
+#include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::app {
@@ -37,11 +38,8 @@ QStringList menuTitles(const QMenuBar* bar) {
     return titles;
 }
 
-// Settings that touch nothing of the user's: a database in a fresh folder, no model.
-AppSettings testSettings(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / ("iris_main_window_" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+// Settings that touch nothing of the user's: a database in `dir` (a fresh folder), no model.
+AppSettings testSettings(const fs::path& dir) {
     AppSettings settings;
     settings.databasePath = QString::fromStdString((dir / "sessions.db").string());
     settings.maxSteps = 12;
@@ -67,7 +65,8 @@ void saveArtifact(QWidget& widget, QString name) {
 }
 
 TEST(MainWindow, HasMenusLiveViewAgentPanelLibraryAndStatusBar) {
-    MainWindow window(testSettings("layout"));
+    const inference::testing::ScratchDir scratch{"iris_main_window_layout"};
+    MainWindow window(testSettings(scratch.path()));
     EXPECT_EQ(
         menuTitles(window.menuBar()),
         (QStringList{QStringLiteral("&File"), QStringLiteral("&View"), QStringLiteral("&Help")}));
@@ -82,7 +81,8 @@ TEST(MainWindow, HasMenusLiveViewAgentPanelLibraryAndStatusBar) {
 }
 
 TEST(MainWindow, OpensAndRendersOffscreen) {
-    MainWindow window(testSettings("render"));
+    const inference::testing::ScratchDir scratch{"iris_main_window_render"};
+    MainWindow window(testSettings(scratch.path()));
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     saveArtifact(window, QStringLiteral("main_window.png"));
@@ -91,7 +91,8 @@ TEST(MainWindow, OpensAndRendersOffscreen) {
 // The demo with no model configured: the scripted demonstration drives the real browser on the
 // runner's worker; its steps appear in the panel as they happen and the session is recorded.
 TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
-    const AppSettings settings = testSettings("demo");
+    const inference::testing::ScratchDir scratch{"iris_main_window_demo"};
+    const AppSettings settings = testSettings(scratch.path());
     MainWindow window(settings);
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
@@ -126,7 +127,8 @@ TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
 }
 
 TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
-    MainWindow window(testSettings("stop"));
+    const inference::testing::ScratchDir scratch{"iris_main_window_stop"};
+    MainWindow window(testSettings(scratch.path()));
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     window.runDemo();
@@ -143,7 +145,8 @@ TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
 // A configured model loads on a thread; the status bar's bar follows the engine's progress
 // reports (queued to the GUI thread) and is full when the load ends.
 TEST(MainWindow, LoadingBarFillsAsTheModelLoads) {
-    AppSettings settings = testSettings("loading");
+    const inference::testing::ScratchDir scratch{"iris_main_window_loading"};
+    AppSettings settings = testSettings(scratch.path());
     inference::testing::TinyModelSpec spec;
     spec.vocab = 288;
     spec.withTokenizer = true;
@@ -202,7 +205,8 @@ TEST(MainWindow, LoadingBarFillsAsTheModelLoads) {
 }
 
 TEST(MainWindow, QuitClosesTheWindow) {
-    MainWindow window(testSettings("quit"));
+    const inference::testing::ScratchDir scratch{"iris_main_window_quit"};
+    MainWindow window(testSettings(scratch.path()));
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     QAction* quit = nullptr;

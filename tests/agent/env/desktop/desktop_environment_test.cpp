@@ -13,6 +13,8 @@
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/desktop/x11.h"  // the test's own Xlib client
 #include "agent/env/desktop/xvfb_display.h"
+#include "base/clock.h"
+#include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent {
 namespace {
@@ -39,9 +41,9 @@ public:
         XMapRaised(m_display, m_window);
         // Bounded: a test fails rather than hangs when the window never shows.
         XEvent event;
-        auto deadline = std::chrono::steady_clock::now() + milliseconds(5000);
+        auto deadline = Clock::now() + milliseconds(5000);
         bool exposed = false;
-        while (!exposed && std::chrono::steady_clock::now() < deadline) {
+        while (!exposed && Clock::now() < deadline) {
             if (XCheckWindowEvent(m_display, m_window, ExposureMask | StructureNotifyMask,
                                   &event)) {
                 exposed = event.type == Expose;
@@ -84,8 +86,8 @@ public:
     // arrival, as every X client does.
     std::vector<Received> received(int type, std::size_t count, KeySym until = NoSymbol) {
         std::vector<Received> result;
-        auto deadline = std::chrono::steady_clock::now() + milliseconds(2000);
-        while (result.size() < count && std::chrono::steady_clock::now() < deadline) {
+        auto deadline = Clock::now() + milliseconds(2000);
+        while (result.size() < count && Clock::now() < deadline) {
             if (XPending(m_display) == 0) {
                 std::this_thread::sleep_for(milliseconds(2));
                 continue;
@@ -424,9 +426,8 @@ TEST_F(DesktopEnvironmentTest, RejectsWhatTheDesktopCannotDo) {
 }
 
 TEST_F(DesktopEnvironmentTest, ResetRestartsTheStartCommandAndTheDisplay) {
-    std::filesystem::path log =
-        std::filesystem::temp_directory_path() / ("iris-desktop-reset-" + std::to_string(getpid()));
-    std::filesystem::remove(log);
+    const inference::testing::ScratchDir scratch("iris-desktop-reset");
+    const std::filesystem::path log = scratch.path() / "starts.log";
     DesktopOptions options = size(320, 240);
     // The test's own command: it records that it started (with the display it got), then stays.
     options.startCommand = {"/bin/sh", "-c",
@@ -434,7 +435,7 @@ TEST_F(DesktopEnvironmentTest, ResetRestartsTheStartCommandAndTheDisplay) {
     // The lines the command has written, once there are `count` (or after two seconds).
     auto linesWhenThere = [&log](std::size_t count) {
         std::vector<std::string> lines;
-        auto deadline = std::chrono::steady_clock::now() + milliseconds(2000);
+        auto deadline = Clock::now() + milliseconds(2000);
         do {
             lines.clear();
             std::ifstream in(log);
@@ -442,7 +443,7 @@ TEST_F(DesktopEnvironmentTest, ResetRestartsTheStartCommandAndTheDisplay) {
                 lines.push_back(line);
             if (lines.size() >= count) break;
             std::this_thread::sleep_for(milliseconds(10));
-        } while (std::chrono::steady_clock::now() < deadline);
+        } while (Clock::now() < deadline);
         return lines;
     };
     {

@@ -1,6 +1,7 @@
 #include "inference/models/decoder.h"
 
-#include <cmath>
+#include <string>
+#include <utility>
 
 #include "inference/models/gated_ffn.h"
 #include "inference/models/model_parts.h"

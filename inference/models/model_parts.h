@@ -47,7 +47,8 @@ void embedTokens(std::span<const TokenInput> batch, const GgufTensor& table, std
 void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
              const float* indexKeys, KvCache& cache);
 
-// The paged K/V of `layer` as the attention kernels read them, through `sequence`'s block table.
+// The paged K/V of `layer` as the CPU attention kernels read them, through `sequence`'s block
+// table (attendDense's view, and MiniMax-M3's sparse kernels').
 kernels::PagedKv pagedKv(const KvCache& cache, int layer, SequenceId sequence);
 
 // Causal dense attention: each token's `heads` query heads (q: tokens x heads x headDim) attend

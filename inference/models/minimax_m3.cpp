@@ -55,8 +55,8 @@ private:
     const GgufFile& m_file;
 };
 
-// The dense decoder's hyper-parameters: sizes, heads, rotary, norm epsilon.
-Status readAttention(const GgufFile& file, const Metadata& meta, ModelConfig& c) {
+// What every layer has: sizes, heads, rotary, norm epsilon.
+Status readLayerShape(const GgufFile& file, const Metadata& meta, ModelConfig& c) {
     IRIS_RETURN_IF_ERROR(assign(c.layers, meta.integer("block_count", 1)));
     IRIS_RETURN_IF_ERROR(assign(c.hiddenSize, meta.integer("embedding_length", 1)));
     IRIS_RETURN_IF_ERROR(assign(c.contextLength, meta.integer("context_length", 1, 0)));
@@ -146,7 +146,7 @@ Status readHyper(const GgufFile& file, ModelConfig& c, m3::Hyper& h) {
     const Metadata meta(file);
     c.architecture = kArch;
     if (Result<std::string> name = file.getString("general.name")) c.name = *name;
-    IRIS_RETURN_IF_ERROR(readAttention(file, meta, c));
+    IRIS_RETURN_IF_ERROR(readLayerShape(file, meta, c));
     IRIS_RETURN_IF_ERROR(assign(h.leadingDense, meta.integer("leading_dense_block_count", 0, 0)));
     if (h.leadingDense > c.layers) {
         return meta.bad("leading_dense_block_count", std::to_string(h.leadingDense) +

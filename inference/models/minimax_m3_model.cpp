@@ -59,6 +59,8 @@ private:
                         ThreadPool& pool);
     // x += FFN(RMSNorm(x)) for one layer: the dense FFN or the MoE (traced).
     void feedForwardBlock(std::size_t layer, std::int64_t tokens, ThreadPool& pool);
+    // out (tokens x heads x headDim) = attention of the batch's queries (m_q) over the cache:
+    // dense, or MSA on a sparse layer (one token: decodeSparse; several: prefillSparse).
     void attention(std::size_t layer, std::span<const TokenInput> batch, const KvCache& cache,
                    ThreadPool& pool, float* out);
     void decodeSparse(int layer, std::span<const TokenInput> batch, const KvCache& cache,

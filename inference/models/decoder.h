@@ -4,28 +4,17 @@
 // multimodal RoPE) -> residual -> RMSNorm -> SwiGLU FFN -> residual, then RMSNorm and the output
 // projection (tied to the embedding when the file has no output.weight). Each architecture file
 // (qwen2.cpp, qwen3.cpp, qwen2vl.cpp) reads its hyper-parameters and names its tensors; this
-// file runs them.
+// file runs them, composed from the shared model parts (model_parts.h).
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
+#include "inference/models/linear.h"
 #include "inference/models/model.h"
-#include "kernels/tensor_type.h"
 
 namespace iris::inference {
-
-// A weight matrix (out x in, rows of `in` values of `type`) and its optional f32 bias. `packed`
-// is the same matrix in the CPU's faster layout (kernels::packWeights) when the model made one.
-struct Linear {
-    kernels::TensorType type = kernels::TensorType::F32;
-    const void* data = nullptr;
-    std::int64_t in = 0;
-    std::int64_t out = 0;
-    const float* bias = nullptr;
-    const void* packed = nullptr;
-};
 
 struct DecoderLayer {
     const float* attnNorm = nullptr;

@@ -5,20 +5,19 @@
 // routed mixture of experts plus one shared expert.
 //
 // Split over three files: minimax_m3.cpp (hyper-parameters, tensors, the factory),
-// minimax_m3_model.cpp (the forward pass, attention and MSA), minimax_m3_ffn.cpp (projections,
-// swigluoai, the dense FFN and the MoE). This header is their shared inside plus the test hooks.
+// minimax_m3_model.cpp (the forward pass, attention and MSA), minimax_m3_ffn.cpp (the router,
+// the dense FFN and the MoE), all composed from the shared model parts (model_parts.h). This
+// header is their shared inside plus the test hooks.
 
-#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
+#include "inference/models/gated_ffn.h"
+#include "inference/models/linear.h"
 #include "inference/models/model.h"
 #include "inference/thread_pool.h"
-#include "kernels/tensor_type.h"
 
 namespace iris::inference {
 
@@ -38,26 +37,6 @@ struct MiniMaxM3Trace {
 bool traceMiniMaxM3(Model& model, MiniMaxM3Trace* trace);
 
 namespace m3 {
-
-// A weight matrix: `out` rows of `in` values of `type` (a PyTorch Linear [out, in]), and its
-// packed copy (kernels::packWeights) when this CPU has a faster layout.
-struct Linear {
-    kernels::TensorType type = kernels::TensorType::F32;
-    const std::byte* data = nullptr;
-    std::int64_t in = 0;
-    std::int64_t out = 0;
-    const void* packed = nullptr;
-};
-
-// A 3-D expert tensor {in, out, experts}: expert e is the `out` rows starting at row e * out.
-struct ExpertStack {
-    kernels::TensorType type = kernels::TensorType::F32;
-    const std::byte* data = nullptr;
-    std::int64_t in = 0;
-    std::int64_t out = 0;
-    std::int64_t experts = 0;
-    Linear expert(std::int64_t e) const;
-};
 
 struct Layer {
     const float* attnNorm = nullptr;
@@ -100,53 +79,26 @@ struct Weights {
     std::vector<Layer> layers;
 };
 
-// Growable f32 scratch that keeps its capacity between calls.
-float* scratch(std::vector<float>& buffer, std::int64_t size);
-
-// Matrix products against Linear weights with the activations prepared once per call. Not
-// reentrant (one per model); parallelises over output rows with the pool.
-class Projector {
-public:
-    struct Target {
-        const Linear* weights;
-        float* y;  // rows x weights->out, row-major
-    };
-    // y = x W^T for every target (all with the same `in`), x: rows x in.
-    void run(std::initializer_list<Target> targets, const float* x, std::int64_t rows,
-             ThreadPool& pool);
-    void run(const Linear& w, const float* x, std::int64_t rows, float* y, ThreadPool& pool) {
-        run({{&w, y}}, x, rows, pool);
-    }
-    // Packs `w` when the CPU has a faster layout for it; the copy lives as long as this object.
-    void pack(Linear& w);
-
-private:
-    std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
-    std::vector<std::unique_ptr<std::byte[]>> m_packed;
-};
-
-// swigluoai (section 3.7), element-wise: g' = min(g, 7), u' = clamp(u, -7, 7),
-// out = g' * sigmoid(1.702 g') * (u' + 1). out may alias gate or up.
-void swigluOai(const float* gate, const float* up, float* out, std::int64_t n);
-
 // The router of one token (section 3.9): sigmoid of the logits, top-k of sigmoid + bias, weights
 // from the unbiased sigmoid, normalised (sum clamped at 6.1035e-5) and scaled. Writes k expert
 // ids (in choice order) and weights.
 void routeToken(const float* logits, const float* bias, const Hyper& hyper, int* experts,
                 float* weights);
 
-// Feed-forward blocks on `rows` normalised hidden vectors x (rows x hidden) into y.
+// The feed-forward blocks on `rows` normalised hidden vectors x (rows x hidden) into y, built
+// on the shared GatedFfn with swigluoai. Not reentrant (one per model).
 class FeedForward {
 public:
     void dense(const Layer& layer, const float* x, std::int64_t rows, float* y,
-               Projector& projector, ThreadPool& pool);
+               LinearRunner& runner, ThreadPool& pool);
     // MoE plus the shared expert. Only the chosen experts run. experts/weights: rows x
     // expertsUsed, filled with the routing.
     void moe(const Layer& layer, const Hyper& hyper, const float* x, std::int64_t rows, float* y,
-             int* experts, float* weights, Projector& projector, ThreadPool& pool);
+             int* experts, float* weights, LinearRunner& runner, ThreadPool& pool);
 
 private:
-    std::vector<float> m_gate, m_up, m_logits, m_rows, m_out;
+    GatedFfn m_ffn;
+    std::vector<float> m_logits, m_rows, m_out;
     std::vector<std::int64_t> m_members;
 };
 

@@ -1,82 +1,13 @@
-// MiniMax-M3 projections and feed-forward blocks: swigluoai, the dense FFN of the leading layers,
-// and the sigmoid-routed mixture of experts with its shared expert (docs/minimax-m3.md 3.7-3.9).
+// MiniMax-M3 feed-forward blocks: the dense swigluoai FFN of the leading layers, and the
+// sigmoid-routed mixture of experts with its shared expert (docs/minimax-m3.md 3.7-3.9), on the
+// shared GatedFfn and LinearRunner.
 #include <algorithm>
 #include <cmath>
 
 #include "inference/models/minimax_m3.h"
-#include "kernels/matmul.h"
+#include "inference/models/model_parts.h"
 
 namespace iris::inference::m3 {
-
-float* scratch(std::vector<float>& buffer, std::int64_t size) {
-    if (std::int64_t(buffer.size()) < size) buffer.resize(static_cast<std::size_t>(size));
-    return buffer.data();
-}
-
-Linear ExpertStack::expert(std::int64_t e) const {
-    const std::int64_t bytes = kernels::rowBytes(type, in) * out;
-    return Linear{type, data + e * bytes, in, out, nullptr};
-}
-
-void Projector::pack(Linear& w) {
-    const std::int64_t bytes = kernels::packedBytes(w.type, w.out, w.in);
-    if (bytes == 0 || w.out % 16 != 0) return;
-    auto& buffer = m_packed.emplace_back(
-        std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(bytes)));
-    kernels::packWeights(w.type, w.data, w.out, w.in, buffer.get());
-    w.packed = buffer.get();
-}
-
-void Projector::run(std::initializer_list<Target> targets, const float* x, std::int64_t rows,
-                    ThreadPool& pool) {
-    if (rows == 0) return;
-    const std::int64_t in = targets.begin()->weights->in;
-    const std::byte* ready[3] = {};
-    std::int64_t columns = 0;
-    for (const Target& target : targets) {
-        columns += target.weights->out;
-        const kernels::TensorType type = target.weights->type;
-        const auto format = std::size_t(kernels::activationFormat(type));
-        if (ready[format] != nullptr) continue;
-        const std::int64_t rowBytes = kernels::preparedRowBytes(type, in);
-        std::vector<std::byte>& buffer = m_prepared[format];
-        if (std::int64_t(buffer.size()) < rowBytes * rows)
-            buffer.resize(std::size_t(rowBytes * rows));
-        std::byte* base = buffer.data();
-        pool.parallelFor(rows, 1, [&](std::int64_t begin, std::int64_t end) {
-            kernels::prepareActivations(type, x + begin * in, in, end - begin, in,
-                                        base + begin * rowBytes);
-        });
-        ready[format] = base;
-    }
-    // All targets' output rows form one range split between the threads, in grains of 16 so
-    // that packed groups stay whole.
-    pool.parallelFor(columns, 16, [&](std::int64_t begin, std::int64_t end) {
-        std::int64_t first = 0;
-        for (const Target& target : targets) {
-            const Linear& w = *target.weights;
-            const std::int64_t from = std::max<std::int64_t>(begin - first, 0);
-            const std::int64_t to = std::min(end - first, w.out);
-            first += w.out;
-            if (from >= to) continue;
-            const std::byte* xq = ready[std::size_t(kernels::activationFormat(w.type))];
-            if (w.packed != nullptr && from % 16 == 0) {
-                kernels::matmulPacked(w.type, w.packed, w.in, xq, rows, target.y, w.out, from, to);
-            } else {
-                kernels::matmul(w.type, w.data, w.in, xq, rows, target.y, w.out, from, to);
-            }
-        }
-    });
-}
-
-void swigluOai(const float* gate, const float* up, float* out, std::int64_t n) {
-    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
-    for (std::int64_t i = 0; i < n; ++i) {
-        const float g = std::min(gate[i], kLimit);
-        const float u = std::clamp(up[i], -kLimit, kLimit);
-        out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
-    }
-}
 
 void routeToken(const float* logits, const float* bias, const Hyper& hyper, int* experts,
                 float* weights) {
@@ -107,28 +38,24 @@ void routeToken(const float* logits, const float* bias, const Hyper& hyper, int*
 }
 
 void FeedForward::dense(const Layer& layer, const float* x, std::int64_t rows, float* y,
-                        Projector& projector, ThreadPool& pool) {
-    const std::int64_t width = layer.gate.out;
-    float* gate = scratch(m_gate, rows * width);
-    float* up = scratch(m_up, rows * width);
-    projector.run({{&layer.gate, gate}, {&layer.up, up}}, x, rows, pool);
-    swigluOai(gate, up, gate, rows * width);
-    projector.run(layer.down, gate, rows, y, pool);
+                        LinearRunner& runner, ThreadPool& pool) {
+    m_ffn.run(layer.gate, layer.up, layer.down, GateActivation::SwiGluOai, x, rows, y, runner,
+              pool);
 }
 
 void FeedForward::moe(const Layer& layer, const Hyper& hyper, const float* x, std::int64_t rows,
-                      float* y, int* experts, float* weights, Projector& projector,
+                      float* y, int* experts, float* weights, LinearRunner& runner,
                       ThreadPool& pool) {
     const std::int64_t hidden = layer.router.in, k = hyper.expertsUsed;
     // The shared expert (weight 1), when the file has one, starts the sum.
     if (layer.gate.data != nullptr) {
-        dense(layer, x, rows, y, projector, pool);
+        dense(layer, x, rows, y, runner, pool);
     } else {
         std::fill(y, y + rows * hidden, 0.0f);
     }
 
-    float* logits = scratch(m_logits, rows * hyper.experts);
-    projector.run(layer.router, x, rows, logits, pool);
+    float* logits = growScratch(m_logits, rows * hyper.experts);
+    runner.run(layer.router, x, rows, logits, pool);
     for (std::int64_t r = 0; r < rows; ++r)
         routeToken(logits + r * hyper.experts, layer.routerBias, hyper, experts + r * k,
                    weights + r * k);
@@ -140,19 +67,15 @@ void FeedForward::moe(const Layer& layer, const Hyper& hyper, const float* x, st
             if (experts[i] == e) m_members.push_back(i);
         if (m_members.empty()) continue;
         const auto count = std::int64_t(m_members.size());
-        float* in = scratch(m_rows, count * hidden);
+        float* in = growScratch(m_rows, count * hidden);
         for (std::int64_t m = 0; m < count; ++m) {
             const float* row = x + (m_members[std::size_t(m)] / k) * hidden;
             std::copy(row, row + hidden, in + m * hidden);
         }
         const Linear gateW = layer.gateExps.expert(e), upW = layer.upExps.expert(e),
                      downW = layer.downExps.expert(e);
-        float* gate = scratch(m_gate, count * gateW.out);
-        float* up = scratch(m_up, count * gateW.out);
-        projector.run({{&gateW, gate}, {&upW, up}}, in, count, pool);
-        swigluOai(gate, up, gate, count * gateW.out);
-        float* out = scratch(m_out, count * hidden);
-        projector.run(downW, gate, count, out, pool);
+        float* out = growScratch(m_out, count * hidden);
+        m_ffn.run(gateW, upW, downW, GateActivation::SwiGluOai, in, count, out, runner, pool);
         for (std::int64_t m = 0; m < count; ++m) {
             const std::int64_t slot = m_members[std::size_t(m)];
             const float w = weights[slot];

@@ -21,7 +21,6 @@ namespace iris::inference {
 namespace {
 
 using kernels::TensorType;
-using vision::Linear;
 using vision::positiveInteger;
 
 constexpr double kRopeTheta = 10000.0;    // the released config's rope_theta; not in the GGUF
@@ -41,8 +40,7 @@ struct Block {
 };
 
 // A LayerNorm's weight and bias (PREFIX.weight, PREFIX.bias).
-Result<Norm> bindNorm(const vision::TensorBinder& bind, const std::string& prefix,
-                      std::int64_t size) {
+Result<Norm> bindNorm(const TensorBinder& bind, const std::string& prefix, std::int64_t size) {
     Result<const float*> w = bind.vector(prefix + ".weight", size);
     if (!w) return w.status();
     Result<const float*> b = bind.vector(prefix + ".bias", size);
@@ -65,11 +63,6 @@ Result<VisionConfig> readConfig(const GgufFile& file) {
     c.windowSize = 0;
     c.imageBegin = "]<]start of image[>[";
     c.imageEnd = "]<]end of image[>[";
-    const auto assign = [](auto& target, auto result) -> Status {
-        if (!result) return result.status();
-        target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
-        return {};
-    };
     IRIS_RETURN_IF_ERROR(vision::readCommonConfig(file, c));
 
     // The output width is the merger's (llama.cpp reads mm.merge.fc2.bias); projection_dim,
@@ -138,12 +131,26 @@ private:
     void attention(const float* q, const float* k, const float* vt, float* out, std::int64_t rows,
                    ThreadPool& pool) const;
 
+    // The (rows, width) planes a block works in, and the MLP/projector intermediates of one row
+    // chunk.
+    struct Buffers {
+        std::vector<float> x, h, q, k, o, hidden;
+        std::vector<float> cos, sin;  // rotary angles, rows x 3 * axis/2
+    };
+    // Rotary angles per token of `image` into b.cos / b.sin.
+    void rotaryTables(const ImagePatches& image, Buffers& b) const;
+    // b.x += attention(LayerNorm(b.x)), then b.x += MLP(LayerNorm(b.x)).
+    void runBlock(const Block& block, std::int64_t rows, Buffers& b, ThreadPool& pool) const;
+    // The projector per patch and the 2x2 merger over b.x into embeddings.
+    void project(std::int64_t rows, Buffers& b, std::vector<float>& embeddings,
+                 ThreadPool& pool) const;
+
     VisionConfig m_config;
     std::vector<float> m_patchKernel;  // (width, 3*2*p*p) f32
     Norm m_preNorm;
     std::vector<Block> m_blocks;
     Linear m_proj1, m_proj2, m_merge1, m_merge2;
-    std::deque<std::vector<float>> m_owned;  // f32 copies of the 1-D tensors
+    std::deque<std::vector<float>> m_owned;  // f32 copies of the f16/bf16 1-D tensors
 };
 
 Status MiniMaxM3Vision::checkImage(const ImagePatches& image) const {
@@ -215,21 +222,16 @@ void MiniMaxM3Vision::attention(const float* q, const float* k, const float* vt,
                           precision(), pool);
 }
 
-Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
-                               std::vector<float>& embeddings) const {
-    IRIS_RETURN_IF_ERROR(checkImage(image));
-    const VisionConfig& c = m_config;
-    const std::int64_t rows = image.patchCount(), width = c.width, P = c.projectionDim;
-
-    // Rotary angles per token: row r of ImagePatches is patch (2y + dy, 2x + dx) of window
-    // (y, x) = (r/4 / windowsW, r/4 % windowsW), (dy, dx) = (r%4 / 2, r%4 % 2); a still image is
-    // frame 0.
-    const std::int64_t half = axisDims(c.headDim) / 2, angles = 3 * half;
+// Row r of ImagePatches is patch (2y + dy, 2x + dx) of window (y, x) = (r/4 / windowsW,
+// r/4 % windowsW), (dy, dx) = (r%4 / 2, r%4 % 2); a still image is frame 0.
+void MiniMaxM3Vision::rotaryTables(const ImagePatches& image, Buffers& b) const {
+    const std::int64_t rows = image.patchCount();
+    const std::int64_t half = axisDims(m_config.headDim) / 2, angles = 3 * half;
     std::vector<double> inverse(static_cast<std::size_t>(half));
     for (std::int64_t i = 0; i < half; ++i)
         inverse[std::size_t(i)] = std::pow(kRopeTheta, -2.0 * double(i) / double(2 * half));
-    std::vector<float> cos(static_cast<std::size_t>(rows * angles)),
-        sin(static_cast<std::size_t>(rows * angles));
+    b.cos.resize(static_cast<std::size_t>(rows * angles));
+    b.sin.resize(static_cast<std::size_t>(rows * angles));
     const std::int64_t windowsW = image.gridW / 2;
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t window = r / 4, d = r % 4;
@@ -238,24 +240,18 @@ Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
         for (std::int64_t axis = 0; axis < 3; ++axis) {
             for (std::int64_t i = 0; i < half; ++i) {
                 const double angle = position[axis] * inverse[std::size_t(i)];
-                cos[std::size_t(r * angles + axis * half + i)] = float(std::cos(angle));
-                sin[std::size_t(r * angles + axis * half + i)] = float(std::sin(angle));
+                b.cos[std::size_t(r * angles + axis * half + i)] = float(std::cos(angle));
+                b.sin[std::size_t(r * angles + axis * half + i)] = float(std::sin(angle));
             }
         }
     }
+}
 
-    // Five (rows, width) buffers carry a block: the residual x, the normed input h, q, k and one
-    // for v / the attention output; (rows, ffn) intermediates go in row chunks.
-    const std::size_t plane = std::size_t(rows * width);
-    std::vector<float> x(plane), h(plane), q(plane), k(plane), o(plane);
-    const std::int64_t chunk = std::min(kRowChunk, rows);
-    std::vector<float> hidden(static_cast<std::size_t>(chunk * std::max(c.ffnSize, P)));
-
-    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
-                            nullptr};
-    linear(patchEmbed, image.values.data(), image.patchValues(), rows, h.data(), width, pool);
-    layerNorm(h.data(), m_preNorm, x.data(), rows, pool);
-
+void MiniMaxM3Vision::runBlock(const Block& block, std::int64_t rows, Buffers& b,
+                               ThreadPool& pool) const {
+    const VisionConfig& c = m_config;
+    const std::int64_t width = c.width, chunk = std::min(kRowChunk, rows);
+    float *x = b.x.data(), *h = b.h.data(), *q = b.q.data(), *k = b.k.data(), *o = b.o.data();
     const auto addInto = [&](float* target, const float* source) {
         pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
             for (std::int64_t i = begin * width; i < end * width; ++i)
@@ -263,59 +259,88 @@ Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
         });
     };
     const float queryScale = float(1.0 / std::sqrt(double(c.headDim)));
-    for (const Block& block : m_blocks) {
-        layerNorm(x.data(), block.norm1, h.data(), rows, pool);
-        linear(block.q, h.data(), width, rows, q.data(), width, pool);
-        linear(block.k, h.data(), width, rows, k.data(), width, pool);
-        linear(block.v, h.data(), width, rows, o.data(), width, pool);
-        rope(q.data(), cos, sin, rows, pool);
-        rope(k.data(), cos, sin, rows, pool);
-        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
-            for (std::int64_t i = begin * width; i < end * width; ++i)
-                q[std::size_t(i)] *= queryScale;
-        });
-        // v transposed into h (free until the next norm): (width, rows).
-        pool.parallelFor(width, 8, [&](std::int64_t begin, std::int64_t end) {
-            for (std::int64_t col = begin; col < end; ++col)
-                for (std::int64_t r = 0; r < rows; ++r)
-                    h[std::size_t(col * rows + r)] = o[std::size_t(r * width + col)];
-        });
-        attention(q.data(), k.data(), h.data(), o.data(), rows, pool);
-        linear(block.o, o.data(), width, rows, q.data(), width, pool);
-        addInto(x.data(), q.data());
+    layerNorm(x, block.norm1, h, rows, pool);
+    linear(block.q, h, width, rows, q, width, pool);
+    linear(block.k, h, width, rows, k, width, pool);
+    linear(block.v, h, width, rows, o, width, pool);
+    rope(q, b.cos, b.sin, rows, pool);
+    rope(k, b.cos, b.sin, rows, pool);
+    pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin * width; i < end * width; ++i)
+            q[i] *= queryScale;
+    });
+    // v transposed into h (free until the next norm): (width, rows).
+    pool.parallelFor(width, 8, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t col = begin; col < end; ++col)
+            for (std::int64_t r = 0; r < rows; ++r)
+                h[col * rows + r] = o[r * width + col];
+    });
+    attention(q, k, h, o, rows, pool);
+    linear(block.o, o, width, rows, q, width, pool);
+    addInto(x, q);
 
-        layerNorm(x.data(), block.norm2, h.data(), rows, pool);
-        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-            const std::int64_t n = std::min(chunk, rows - r0);
-            linear(block.up, h.data() + r0 * width, width, n, hidden.data(), c.ffnSize, pool);
-            pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
-                float* v = hidden.data() + begin * c.ffnSize;
-                kernels::geluErf(v, v, (end - begin) * c.ffnSize);
-            });
-            linear(block.down, hidden.data(), c.ffnSize, n, o.data() + r0 * width, width, pool);
-        }
-        addInto(x.data(), o.data());
+    layerNorm(x, block.norm2, h, rows, pool);
+    float* hidden = b.hidden.data();
+    for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const std::int64_t n = std::min(chunk, rows - r0);
+        linear(block.up, h + r0 * width, width, n, hidden, c.ffnSize, pool);
+        pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
+            float* v = hidden + begin * c.ffnSize;
+            kernels::geluErf(v, v, (end - begin) * c.ffnSize);
+        });
+        linear(block.down, hidden, c.ffnSize, n, o + r0 * width, width, pool);
     }
+    addInto(x, o);
+}
 
-    // Projector per patch, then each window's 4 consecutive projected patches side by side as
-    // one (4P) row of the merge MLP; chunks are whole windows (kRowChunk is a multiple of 4).
+// Projector per patch, then each window's 4 consecutive projected patches side by side as one
+// (4P) row of the merge MLP; chunks are whole windows (kRowChunk is a multiple of 4).
+void MiniMaxM3Vision::project(std::int64_t rows, Buffers& b, std::vector<float>& embeddings,
+                              ThreadPool& pool) const {
+    const std::int64_t width = m_config.width, P = m_config.projectionDim,
+                       chunk = std::min(kRowChunk, rows);
     embeddings.resize(std::size_t(rows / 4 * P));
+    float* hidden = b.hidden.data();
     std::vector<float> projected(static_cast<std::size_t>(chunk * P));
+    const auto gelu = [&](std::int64_t count) {
+        pool.parallelFor(count, 16, [&](std::int64_t begin, std::int64_t end) {
+            float* v = hidden + begin * P;
+            kernels::geluErf(v, v, (end - begin) * P);
+        });
+    };
     for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
         const std::int64_t n = std::min(chunk, rows - r0), units = n / 4;
-        linear(m_proj1, x.data() + r0 * width, width, n, hidden.data(), P, pool);
-        pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
-            float* v = hidden.data() + begin * P;
-            kernels::geluErf(v, v, (end - begin) * P);
-        });
-        linear(m_proj2, hidden.data(), P, n, projected.data(), P, pool);
-        linear(m_merge1, projected.data(), 4 * P, units, hidden.data(), P, pool);
-        pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
-            float* v = hidden.data() + begin * P;
-            kernels::geluErf(v, v, (end - begin) * P);
-        });
-        linear(m_merge2, hidden.data(), P, units, embeddings.data() + r0 / 4 * P, P, pool);
+        linear(m_proj1, b.x.data() + r0 * width, width, n, hidden, P, pool);
+        gelu(n);
+        linear(m_proj2, hidden, P, n, projected.data(), P, pool);
+        linear(m_merge1, projected.data(), 4 * P, units, hidden, P, pool);
+        gelu(units);
+        linear(m_merge2, hidden, P, units, embeddings.data() + r0 / 4 * P, P, pool);
     }
+}
+
+Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
+                               std::vector<float>& embeddings) const {
+    IRIS_RETURN_IF_ERROR(checkImage(image));
+    const VisionConfig& c = m_config;
+    const std::int64_t rows = image.patchCount(), width = c.width;
+    Buffers b;
+    rotaryTables(image, b);
+    // Five (rows, width) planes carry a block: the residual x, the normed input h, q, k and one
+    // for v / the attention output; (rows, ffn) intermediates go in row chunks.
+    const std::size_t plane = std::size_t(rows * width);
+    for (std::vector<float>* buffer : {&b.x, &b.h, &b.q, &b.k, &b.o})
+        buffer->resize(plane);
+    b.hidden.resize(
+        static_cast<std::size_t>(std::min(kRowChunk, rows) * std::max(c.ffnSize, c.projectionDim)));
+
+    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
+                            nullptr};
+    linear(patchEmbed, image.values.data(), image.patchValues(), rows, b.h.data(), width, pool);
+    layerNorm(b.h.data(), m_preNorm, b.x.data(), rows, pool);
+    for (const Block& block : m_blocks)
+        runBlock(block, rows, b, pool);
+    project(rows, b, embeddings, pool);
     return {};
 }
 
@@ -326,14 +351,9 @@ Result<std::unique_ptr<VisionModel>> createMiniMaxM3Vision(const GgufFile& file)
     if (!config) return config.status();
     const VisionConfig& c = *config;
     std::deque<std::vector<float>> owned;
-    const vision::TensorBinder bind(file, owned);
-    Result<std::vector<float>> patchKernel = bind.patchKernel(c.patchSize, c.width);
+    const TensorBinder bind = vision::towerBinder(file, owned);
+    Result<std::vector<float>> patchKernel = vision::bindPatchKernel(bind, c.patchSize, c.width);
     if (!patchKernel) return patchKernel.status();
-    const auto assign = [](auto& target, auto result) -> Status {
-        if (!result) return result.status();
-        target = *result;
-        return {};
-    };
     Norm preNorm;
     IRIS_RETURN_IF_ERROR(assign(preNorm, bindNorm(bind, "v.pre_ln", c.width)));
     std::vector<Block> blocks(static_cast<std::size_t>(c.blocks));

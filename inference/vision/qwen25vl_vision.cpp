@@ -24,7 +24,6 @@ namespace iris::inference {
 namespace {
 
 using kernels::TensorType;
-using vision::Linear;
 using vision::optionalPositiveInteger;
 using vision::positiveInteger;
 
@@ -50,11 +49,6 @@ Result<VisionConfig> readConfig(const GgufFile& file) {
     VisionConfig c;
     c.projector = ProjectorType::Qwen25VlMerger;
     c.projectorName = "qwen2.5vl_merger";
-    const auto assign = [](auto& target, auto result) -> Status {
-        if (!result) return result.status();
-        target = static_cast<std::remove_reference_t<decltype(target)>>(*result);
-        return {};
-    };
     IRIS_RETURN_IF_ERROR(vision::readCommonConfig(file, c));
     IRIS_RETURN_IF_ERROR(
         assign(c.projectionDim, positiveInteger(file, "clip.vision.projection_dim")));
@@ -127,7 +121,7 @@ private:
     const float* m_postNorm;
     Linear m_merger0, m_merger2;
     bool m_siluMlp;                          // false: GELU-gated (a file without clip.use_silu)
-    std::deque<std::vector<float>> m_owned;  // f32 copies of the 1-D tensors
+    std::deque<std::vector<float>> m_owned;  // f32 copies of the f16/bf16 1-D tensors
 };
 
 Status Qwen25VlVision::checkImage(const ImagePatches& image) const {
@@ -333,14 +327,9 @@ Result<std::unique_ptr<VisionModel>> createQwen25VlVision(const GgufFile& file) 
     const bool siluMlp = !*useGelu && *useSilu;
 
     std::deque<std::vector<float>> owned;
-    const vision::TensorBinder bind(file, owned);
-    Result<std::vector<float>> patchKernel = bind.patchKernel(c.patchSize, c.width);
+    const TensorBinder bind = vision::towerBinder(file, owned);
+    Result<std::vector<float>> patchKernel = vision::bindPatchKernel(bind, c.patchSize, c.width);
     if (!patchKernel) return patchKernel.status();
-    const auto assign = [](auto& target, auto result) -> Status {
-        if (!result) return result.status();
-        target = *result;
-        return {};
-    };
     std::vector<Block> blocks(static_cast<std::size_t>(c.blocks));
     for (std::int64_t i = 0; i < c.blocks; ++i) {
         const std::string p = "v.blk." + std::to_string(i) + ".";

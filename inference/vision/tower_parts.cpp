@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <variant>
 
 #include "kernels/activation.h"
-#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 
 namespace iris::inference::vision {
@@ -16,27 +14,6 @@ using kernels::TensorType;
 
 constexpr std::int64_t kQuantizedRowChunk = 1024;  // rows of 8-bit activations prepared at once
 constexpr std::int64_t kQueryChunk = 256;          // query rows of one attention task
-
-bool isFloatType(TensorType type) {
-    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
-}
-
-float elementAt(TensorType type, const std::byte* data, std::int64_t index) {
-    std::uint16_t half;
-    switch (type) {
-        case TensorType::F16:
-            std::memcpy(&half, data + 2 * index, 2);
-            return kernels::fp16ToFp32(half);
-        case TensorType::BF16:
-            std::memcpy(&half, data + 2 * index, 2);
-            return kernels::bf16ToFp32(half);
-        default: {
-            float f;
-            std::memcpy(&f, data + 4 * index, 4);
-            return f;
-        }
-    }
-}
 
 // The largest of n floats, in eight independent chains: the compiler may not reorder a float
 // max reduction by itself, and full-attention rows are thousands of scores long.
@@ -62,8 +39,8 @@ void applyLinear(const Linear& l, kernels::GemmPrecision precision, const float*
         // Column ranges in whole gemm panels (32 columns for AVX-512): a partial one costs as
         // much as a full one.
         pool.parallelFor(l.out, 32, [&](std::int64_t begin, std::int64_t end) {
-            kernels::gemm(precision, l.type, l.weights, l.in, l.in, x, xStride, m, l.bias, y,
-                          yStride, begin, end);
+            kernels::gemm(precision, l.type, l.data, l.in, l.in, x, xStride, m, l.bias, y, yStride,
+                          begin, end);
         });
         return;
     }
@@ -77,7 +54,7 @@ void applyLinear(const Linear& l, kernels::GemmPrecision precision, const float*
         kernels::prepareActivations(l.type, x + r0 * xStride, xStride, rows, l.in, prepared.data());
         float* yChunk = y + r0 * yStride;
         pool.parallelFor(l.out, 16, [&](std::int64_t begin, std::int64_t end) {
-            kernels::matmul(l.type, l.weights, l.in, prepared.data(), rows, yChunk, yStride, begin,
+            kernels::matmul(l.type, l.data, l.in, prepared.data(), rows, yChunk, yStride, begin,
                             end);
             if (l.bias != nullptr) {
                 for (std::int64_t r = 0; r < rows; ++r)
@@ -88,70 +65,25 @@ void applyLinear(const Linear& l, kernels::GemmPrecision precision, const float*
     }
 }
 
-Result<const float*> TensorBinder::vector(const std::string& name, std::int64_t size) const {
-    Result<const GgufTensor*> t = m_file.requireTensor(name, {size});
-    if (!t) return t.status();
-    IRIS_RETURN_IF_ERROR(requireFloat(**t));
-    std::vector<float>& values = m_owned.emplace_back(std::size_t(size));
-    for (std::int64_t i = 0; i < size; ++i)
-        values[std::size_t(i)] = elementAt((*t)->type, (*t)->data.data(), i);
-    return values.data();
+TensorBinder towerBinder(const GgufFile& file, std::deque<std::vector<float>>& copies) {
+    return TensorBinder(file, {.f32Copies = &copies, .wholeBlockRows = true});
 }
 
-Result<Linear> TensorBinder::linear(const std::string& prefix, std::int64_t in, std::int64_t out,
-                                    bool bias) const {
-    const std::string name = prefix + ".weight";
-    Result<const GgufTensor*> w = m_file.requireTensor(name, {in, out});
-    if (!w) return w.status();
-    const kernels::TensorTypeInfo& info = kernels::tensorTypeInfo((*w)->type);
-    if (!isFloatType((*w)->type)) {
-        // Quantised weights go through kernels::matmul, which wants whole blocks per row and
-        // 8-bit activations per 32 or 256 values.
-        const std::int64_t block =
-            kernels::activationFormat((*w)->type) == kernels::ActivationFormat::Q8PerBlock256 ? 256
-                                                                                              : 32;
-        if (!info.computable || in % block != 0 || in % info.blockElements != 0) {
-            return Status::unsupported(
-                m_file.name() + ": tensor '" + name + "' has type " + std::string(info.name) +
-                (info.computable ? " with rows of " + std::to_string(in) +
-                                       " values (not a multiple of " + std::to_string(block) + ")"
-                                 : std::string()) +
-                "; the vision tower computes with f32, f16, bf16 and (whole-block) quantised "
-                "weights");
-        }
-    }
-    Linear linear{(*w)->type, (*w)->data.data(), in, out, nullptr};
-    if (bias) {
-        Result<const float*> b = vector(prefix + ".bias", out);
-        if (!b) return b.status();
-        linear.bias = *b;
-    }
-    return linear;
-}
-
-Result<std::vector<float>> TensorBinder::patchKernel(std::int64_t patch, std::int64_t width) const {
+Result<std::vector<float>> bindPatchKernel(const TensorBinder& bind, std::int64_t patch,
+                                           std::int64_t width) {
     const std::string names[2] = {"v.patch_embd.weight", "v.patch_embd.weight.1"};
     const std::int64_t area = patch * patch, cols = 3 * 2 * area;
     std::vector<float> kernel(static_cast<std::size_t>(width * cols));
     for (int frame = 0; frame < 2; ++frame) {
-        Result<const GgufTensor*> t = m_file.requireTensor(names[frame], {patch, patch, 3, width});
-        if (!t) return t.status();
-        IRIS_RETURN_IF_ERROR(requireFloat(**t));
-        const std::byte* data = (*t)->data.data();
+        Result<std::vector<float>> slice = bind.floats(names[frame], {patch, patch, 3, width});
+        if (!slice) return slice.status();
         for (std::int64_t c = 0; c < width; ++c)
             for (std::int64_t ch = 0; ch < 3; ++ch)
                 for (std::int64_t i = 0; i < area; ++i)
                     kernel[std::size_t(c * cols + (ch * 2 + frame) * area + i)] =
-                        elementAt((*t)->type, data, (c * 3 + ch) * area + i);
+                        (*slice)[std::size_t((c * 3 + ch) * area + i)];
     }
     return kernel;
-}
-
-Status TensorBinder::requireFloat(const GgufTensor& t) const {
-    if (isFloatType(t.type)) return {};
-    return Status::unsupported(m_file.name() + ": tensor '" + t.name + "' has type " +
-                               std::string(kernels::tensorTypeInfo(t.type).name) +
-                               ", expected f32, f16 or bf16");
 }
 
 Result<std::int64_t> positiveInteger(const GgufFile& file, const std::string& key) {

@@ -1,6 +1,7 @@
 #pragma once
-// What the vision towers (one file per projector type) share: binding the mmproj's tensors with
-// checked shapes and types, metadata helpers, the linear layer and the image check. Internal to
+// What the vision towers (one file per projector type) share: binding the mmproj's tensors
+// (the models' TensorBinder with the towers' options), metadata helpers, the linear layer (the
+// models' Linear, run through gemm for float weights) and the image check. Internal to
 // inference/vision.
 
 #include <array>
@@ -11,8 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "inference/gguf/gguf_file.h"
 #include "base/status.h"
+#include "inference/gguf/gguf_file.h"
+#include "inference/models/linear.h"
+#include "inference/models/tensor_binder.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
 #include "inference/vision/vision_model.h"
@@ -21,15 +24,6 @@
 
 namespace iris::inference::vision {
 
-// y = x W^T + b: W is (out, in) rows of `type` (ggml shape {in, out}).
-struct Linear {
-    kernels::TensorType type = kernels::TensorType::F32;
-    const void* weights = nullptr;
-    std::int64_t in = 0;
-    std::int64_t out = 0;
-    const float* bias = nullptr;  // out floats, or null
-};
-
 // y (m rows, stride yStride) = x (m rows of l.in, stride xStride) W^T + b, columns split over
 // the pool. f32/f16/bf16 weights go through kernels::gemm with `precision`; quantised weights
 // through kernels::matmul on 8-bit activations.
@@ -37,33 +31,16 @@ void applyLinear(const Linear& l, kernels::GemmPrecision precision, const float*
                  std::ptrdiff_t xStride, std::int64_t m, float* y, std::ptrdiff_t yStride,
                  ThreadPool& pool);
 
-// Reads tensors by name, checking shape and type, with errors naming the file, the tensor and
-// both. 1-D tensors (norms, biases) are copied to f32 into `owned` whatever their stored type, so
-// the forward pass reads one format.
-class TensorBinder {
-public:
-    TensorBinder(const GgufFile& file, std::deque<std::vector<float>>& owned)
-        : m_file(file), m_owned(owned) {}
+// The binder of a tower's tensors (the one TensorBinder): 1-D tensors of f32, f16 or bf16 read
+// as f32 (copies kept in `copies`), quantised matrices only with rows of whole blocks.
+TensorBinder towerBinder(const GgufFile& file, std::deque<std::vector<float>>& copies);
 
-    Result<const float*> vector(const std::string& name, std::int64_t size) const;
-
-    // PREFIX.weight as {in, out}: f32, f16, bf16 or a quantised type whose rows are whole
-    // blocks; PREFIX.bias ({out}) when `bias`.
-    Result<Linear> linear(const std::string& prefix, std::int64_t in, std::int64_t out,
-                          bool bias) const;
-
-    // The two time slices of the Conv3d patch kernel (v.patch_embd.weight and .weight.1,
-    // {p, p, 3, C} each) as one (C, 3*2*p*p) f32 matrix whose columns follow ImagePatches'
-    // [channel][frame][py][px] layout: a still image's two equal frames then give
-    // conv(slice 0) + conv(slice 1), as llama.cpp computes.
-    Result<std::vector<float>> patchKernel(std::int64_t patch, std::int64_t width) const;
-
-private:
-    Status requireFloat(const GgufTensor& t) const;
-
-    const GgufFile& m_file;
-    std::deque<std::vector<float>>& m_owned;
-};
+// The two time slices of the Conv3d patch kernel (v.patch_embd.weight and .weight.1,
+// {p, p, 3, C} each, f32, f16 or bf16) as one (C, 3*2*p*p) f32 matrix whose columns follow
+// ImagePatches' [channel][frame][py][px] layout: a still image's two equal frames then give
+// conv(slice 0) + conv(slice 1), as llama.cpp computes.
+Result<std::vector<float>> bindPatchKernel(const TensorBinder& bind, std::int64_t patch,
+                                           std::int64_t width);
 
 // Metadata, with errors naming the file and the key. A size is positive and at most 2^24.
 Result<std::int64_t> positiveInteger(const GgufFile& file, const std::string& key);

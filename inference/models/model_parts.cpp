@@ -1,0 +1,156 @@
+#include "inference/models/model_parts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/fp16.h"
+#include "kernels/quant.h"
+#include "kernels/rms_norm.h"
+
+namespace iris::inference {
+
+float* growScratch(std::vector<float>& buffer, std::int64_t size) {
+    if (std::int64_t(buffer.size()) < size) buffer.resize(static_cast<std::size_t>(size));
+    return buffer.data();
+}
+
+void addResidual(float* x, const float* y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i)
+        x[i] += y[i];
+}
+
+Status checkBatch(std::span<const TokenInput> batch, const KvCache& cache,
+                  const ModelConfig& config) {
+    const KvCacheOptions& o = cache.options();
+    if (o.layers != config.layers || o.kvHeads != config.kvHeads || o.headDim != config.headDim)
+        return Status::invalidArgument("KV cache geometry does not match the model");
+    if (config.indexerDim > 0 &&
+        (o.indexerDim != config.indexerDim || o.indexerFirstLayer != config.indexerFirstLayer ||
+         o.selectionBlock != config.selectionBlock)) {
+        return Status::invalidArgument(
+            "KV cache has no room for MiniMax-M3's indexer keys: make it with "
+            "Model::kvCacheOptions()");
+    }
+    for (const TokenInput& in : batch) {
+        if (in.embedding == nullptr && (in.token < 0 || in.token >= config.vocabSize)) {
+            return Status::invalidArgument("token id " + std::to_string(in.token) +
+                                           " is outside the vocabulary (" +
+                                           std::to_string(config.vocabSize) + " tokens)");
+        }
+        if (!cache.exists(in.sequence) || in.slot < 0 || in.slot >= cache.length(in.sequence)) {
+            return Status::invalidArgument("KV slot " + std::to_string(in.slot) + " of sequence " +
+                                           std::to_string(in.sequence) + " was not reserved");
+        }
+    }
+    return {};
+}
+
+void embedTokens(std::span<const TokenInput> batch, const GgufTensor& table, std::int64_t hidden,
+                 float* x) {
+    const std::int64_t rowBytes = kernels::rowBytes(table.type, hidden);
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        float* row = x + std::int64_t(t) * hidden;
+        if (const float* injected = batch[t].embedding) {
+            std::copy(injected, injected + hidden, row);
+        } else {
+            kernels::dequantizeRow(table.type, table.data.data() + batch[t].token * rowBytes, row,
+                                   hidden);
+        }
+    }
+}
+
+void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
+             const float* indexKeys, KvCache& cache) {
+    const KvCacheOptions& o = cache.options();
+    const std::int64_t width = std::int64_t(o.kvHeads) * o.headDim, indexDim = o.indexerDim;
+    const bool f16 = o.type == kernels::TensorType::F16;
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        const float* kt = k + std::int64_t(t) * width;
+        const float* vt = v + std::int64_t(t) * width;
+        void* kSlot = cache.keySlot(layer, batch[t].sequence, batch[t].slot);
+        void* vSlot = cache.valueSlot(layer, batch[t].sequence, batch[t].slot);
+        if (f16) {
+            auto* kd = static_cast<std::uint16_t*>(kSlot);
+            auto* vd = static_cast<std::uint16_t*>(vSlot);
+            for (std::int64_t i = 0; i < width; ++i) {
+                kd[i] = kernels::fp32ToFp16(kt[i]);
+                vd[i] = kernels::fp32ToFp16(vt[i]);
+            }
+        } else {
+            std::copy(kt, kt + width, static_cast<float*>(kSlot));
+            std::copy(vt, vt + width, static_cast<float*>(vSlot));
+        }
+        if (indexKeys != nullptr) {
+            const float* ik = indexKeys + std::int64_t(t) * indexDim;
+            std::copy(ik, ik + indexDim,
+                      cache.indexKeySlot(layer, batch[t].sequence, batch[t].slot));
+        }
+    }
+}
+
+kernels::PagedKv pagedKv(const KvCache& cache, int layer, SequenceId sequence) {
+    const KvCacheOptions& o = cache.options();
+    return kernels::PagedKv{cache.keys(layer),
+                            cache.values(layer),
+                            cache.blockTable(sequence).data(),
+                            o.blockSize,
+                            int(o.kvHeads),
+                            int(o.headDim),
+                            o.type};
+}
+
+void attendDense(int layer, std::span<const TokenInput> batch, const float* q, int heads,
+                 const KvCache& cache, ThreadPool& pool, float* out) {
+    const std::int64_t T = std::int64_t(batch.size()), G = cache.options().kvHeads,
+                       hd = cache.options().headDim, group = heads / G;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    std::int64_t longest = 0;
+    for (const TokenInput& in : batch)
+        longest = std::max(longest, in.slot + 1);
+    pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> scores(std::size_t(group * longest), 0.0f);
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t t = item / G;
+            const int g = int(item % G);
+            const TokenInput& in = batch[std::size_t(t)];
+            kernels::attendPaged(q + t * heads * hd, heads, pagedKv(cache, layer, in.sequence),
+                                 in.slot + 1, scale, out + t * heads * hd, scores.data(),
+                                 int(g * group), int((g + 1) * group));
+        }
+    });
+}
+
+void appendLogits(std::span<const TokenInput> batch, const float* x, const float* norm, float eps,
+                  const Linear& output, LinearRunner& runner, ThreadPool& pool,
+                  std::vector<float>& rows, std::vector<float>& logits) {
+    const std::int64_t D = output.in;
+    std::int64_t count = 0;
+    for (const TokenInput& in : batch)
+        count += in.wantLogits ? 1 : 0;
+    if (count == 0) return;
+    float* selected = growScratch(rows, count * D);
+    std::int64_t r = 0;
+    for (std::size_t t = 0; t < batch.size(); ++t) {
+        if (!batch[t].wantLogits) continue;
+        kernels::rmsNorm(x + std::int64_t(t) * D, D, norm, selected + r * D, D, 1, D, eps);
+        ++r;
+    }
+    const std::size_t offset = logits.size();
+    logits.resize(offset + std::size_t(count * output.out));
+    runner.run(output, selected, count, logits.data() + offset, pool);
+}
+
+Result<std::int64_t> readVocabularySize(const GgufFile& file, std::int64_t hiddenSize) {
+    const GgufTensor* embedding = file.findTensor("token_embd.weight");
+    if (embedding == nullptr)
+        return Status::notFound(file.name() + ": missing tensor 'token_embd.weight'");
+    if (embedding->shape.size() != 2 || embedding->shape[0] != hiddenSize) {
+        return Status::corrupt(file.name() + ": tensor 'token_embd.weight' has shape " +
+                               shapeText(embedding->shape) + ", expected " +
+                               std::to_string(hiddenSize) + " x vocabulary");
+    }
+    return embedding->shape[1];
+}
+
+}  // namespace iris::inference

@@ -20,12 +20,9 @@ bool equalsIgnoringAsciiCase(std::string_view a, std::string_view b) {
 }
 
 std::string_view trim(std::string_view text) {
-    const auto isSpace = [](char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-    };
-    while (!text.empty() && isSpace(text.front()))
+    while (!text.empty() && isAsciiSpace(text.front()))
         text.remove_prefix(1);
-    while (!text.empty() && isSpace(text.back()))
+    while (!text.empty() && isAsciiSpace(text.back()))
         text.remove_suffix(1);
     return text;
 }

@@ -14,8 +14,13 @@ std::string asciiLower(std::string_view text);
 // Whether a and b are equal when A-Z and a-z are taken as the same (HTTP header names, schemes).
 bool equalsIgnoringAsciiCase(std::string_view a, std::string_view b);
 
-// `text` without leading and trailing ASCII white space (space, \t, \n, \v, \f, \r: C's isspace
-// in the "C" locale), as a view into `text`.
+// ASCII white space: space, \t, \n, \v, \f, \r (C's isspace in the "C" locale, Python's
+// str.strip() on ASCII text).
+constexpr bool isAsciiSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+// `text` without leading and trailing ASCII white space, as a view into `text`.
 std::string_view trim(std::string_view text);
 
 // The value of a hexadecimal digit (0-9, a-f, A-F), or -1 for any other character.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "inference/gguf/gguf_file.h"
 
 namespace iris::inference {
@@ -370,18 +371,6 @@ Result<std::string> renderMiniMaxM3(const std::vector<ChatMessage>& messages,
 constexpr std::size_t kMaxM3Depth = 32;       // nested parameter elements
 constexpr std::size_t kMaxM3NameBytes = 256;  // tool, parameter and element names
 
-bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-std::string_view trimmed(std::string_view s) {
-    while (!s.empty() && isSpace(s.front()))
-        s.remove_prefix(1);
-    while (!s.empty() && isSpace(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
-
 // A short quotation of model text for an error message (bytes, not characters: the caller's
 // text may be any bytes, and whoever shows errors repairs UTF-8).
 std::string quoted(std::string_view s) {
@@ -425,7 +414,7 @@ public:
         std::string_view text = m_text;
         std::size_t size = text.size();
         // The end-of-message token, should the caller have kept it.
-        if (trimmed(text).ends_with(kM3End)) size = text.rfind(kM3End);
+        if (trim(text).ends_with(kM3End)) size = text.rfind(kM3End);
         std::string content;
         std::size_t from = 0;
         const std::size_t close = text.substr(0, size).find(kM3ThinkClose);
@@ -434,17 +423,17 @@ public:
             content.append(text.substr(0, open));
             const std::size_t bodyAt = open + kM3ThinkOpen.size();
             if (close == std::string_view::npos) {
-                m_out.reasoning = std::string(trimmed(text.substr(bodyAt, size - bodyAt)));
+                m_out.reasoning = std::string(trim(text.substr(bodyAt, size - bodyAt)));
                 error(open, "<mm:think> is not closed by </mm:think> (the answer was cut off?)");
                 from = size;
             } else {
-                m_out.reasoning = std::string(trimmed(text.substr(bodyAt, close - bodyAt)));
+                m_out.reasoning = std::string(trim(text.substr(bodyAt, close - bodyAt)));
                 from = close + kM3ThinkClose.size();
             }
         } else if (close != std::string_view::npos) {
             // A bare </mm:think>: the generation prompt opened the reasoning (or the model wrote
             // an empty one).
-            m_out.reasoning = std::string(trimmed(text.substr(0, close)));
+            m_out.reasoning = std::string(trim(text.substr(0, close)));
             from = close + kM3ThinkClose.size();
         }
 
@@ -464,7 +453,7 @@ public:
             if (blockEnd == std::string_view::npos) blockEnd = size;
             parseBlock(bodyAt, blockEnd);
         }
-        m_out.content = std::string(trimmed(content));
+        m_out.content = std::string(trim(content));
     }
 
 private:
@@ -476,7 +465,7 @@ private:
         return m_text.substr(0, m_end).find(s, from);
     }
     std::size_t skipSpace(std::size_t at) const {
-        while (at < m_end && isSpace(m_text[at]))
+        while (at < m_end && isAsciiSpace(m_text[at]))
             ++at;
         return at;
     }
@@ -551,7 +540,7 @@ private:
                                     " bytes)");
         ChatToolCall call;
         call.name = std::string(m_text.substr(nameAt, nameEnd - nameAt));
-        if (trimmed(call.name).empty()) return fail(nameAt, "empty tool name");
+        if (trim(call.name).empty()) return fail(nameAt, "empty tool name");
         p = skipSpace(nameEnd + 1);
         if (!startsWith(p, ">"))
             return fail(
@@ -595,7 +584,7 @@ private:
         const std::size_t lt = at + kMiniMaxNamespace.size();
         if (!startsWith(lt, "<") || startsWith(lt, "</")) return std::nullopt;
         std::size_t end = lt + 1;
-        while (end < m_end && m_text[end] != '>' && m_text[end] != '<' && !isSpace(m_text[end]) &&
+        while (end < m_end && m_text[end] != '>' && m_text[end] != '<' && !isAsciiSpace(m_text[end]) &&
                end - lt <= kMaxM3NameBytes)
             ++end;
         if (end >= m_end || m_text[end] != '>' || end == lt + 1) return std::nullopt;
@@ -669,7 +658,7 @@ private:
 
     static Json scalar(std::string_view raw, const std::string& type) {
         if (type == "string") return std::string(raw);
-        const std::string_view t = trimmed(raw);
+        const std::string_view t = trim(raw);
         if (t.empty()) {
             if (type == "object") return Json::object();
             if (type == "array") return Json::array();

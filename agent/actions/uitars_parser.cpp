@@ -23,9 +23,6 @@ struct UiCall {
     std::vector<std::string> positional;
 };
 
-bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 bool isIdentifier(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -68,7 +65,7 @@ public:
             while (m_pos < m_text.size() && isIdentifier(m_text[m_pos]))
                 ++m_pos;
             std::size_t afterKey = m_pos;
-            while (afterKey < m_text.size() && isSpace(m_text[afterKey]))
+            while (afterKey < m_text.size() && isAsciiSpace(m_text[afterKey]))
                 ++afterKey;
             if (m_pos > keyStart && afterKey < m_text.size() && m_text[afterKey] == '=') {
                 key = std::string(m_text.substr(keyStart, m_pos - keyStart));
@@ -97,11 +94,11 @@ public:
 
 private:
     void skipSpaces() {
-        while (m_pos < m_text.size() && isSpace(m_text[m_pos]))
+        while (m_pos < m_text.size() && isAsciiSpace(m_text[m_pos]))
             ++m_pos;
     }
     void skipSeparators() {
-        while (m_pos < m_text.size() && (isSpace(m_text[m_pos]) || m_text[m_pos] == ';'))
+        while (m_pos < m_text.size() && (isAsciiSpace(m_text[m_pos]) || m_text[m_pos] == ';'))
             ++m_pos;
     }
 

@@ -148,8 +148,4 @@ std::vector<std::string> splitLines(const std::string& text) {  // str.splitline
     return lines;
 }
 
-bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 }  // namespace iris::agent::eval::metric

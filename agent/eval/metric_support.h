@@ -34,7 +34,6 @@ Result<std::string> readText(const std::string& path);
 // A file path argument: a non-empty string, else nullopt (Python's falsy path).
 std::optional<std::string> pathOf(const Value& v);
 std::vector<std::string> splitLines(const std::string& text);  // str.splitlines()
-bool isSpace(char c);
 
 // The metric functions, by file: metrics_general.cpp, metrics_browser.cpp, metrics_visual.cpp.
 #define IRIS_METRIC(name)                                                                \

@@ -75,7 +75,7 @@ Result<double> checkDirectJsonObject(const Value& result, const Value* expected,
     if (r.is_string()) {
         // OSWorld strips the text, turns every ' into " and parses it as JSON.
         std::string s = r.get<std::string>();
-        while (!s.empty() && isSpace(s.back()))
+        while (!s.empty() && isAsciiSpace(s.back()))
             s.pop_back();
         s.erase(0, std::min(s.size(), s.find_first_not_of(" \t\n\r\f\v")));
         std::replace(s.begin(), s.end(), '\'', '"');
@@ -352,7 +352,7 @@ Result<double> compareTextFile(const Value& result, const Value* expected, const
         std::string t;
         bool space = false;
         for (char c : s) {
-            if (isSpace(c)) {
+            if (isAsciiSpace(c)) {
                 space = true;
                 continue;
             }

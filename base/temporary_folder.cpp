@@ -1,13 +1,13 @@
 #include "base/temporary_folder.h"
 
-#include <stdlib.h>  // mkdtemp (POSIX)
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <system_error>
 #include <utility>
+
+#include <stdlib.h>  // mkdtemp (POSIX)
 
 namespace iris {
 

@@ -9,8 +9,8 @@
 
 namespace iris {
 
-// Creates <tmp>/<prefix>-XXXXXX (mode 0700) and returns its canonical path; the caller owns it. IoError
-// naming the directory when it cannot be made (full disk, no permission).
+// Creates <tmp>/<prefix>-XXXXXX (mode 0700) and returns its canonical path; the caller owns it.
+// IoError naming the directory when it cannot be made (full disk, no permission).
 Result<std::filesystem::path> makeTemporaryFolder(std::string_view prefix);
 
 // A temporary folder removed with everything in it when the object is destroyed, unless

@@ -64,14 +64,15 @@ Result<std::u32string> decode(std::string_view text) {
             std::size_t bad = pos;
             const std::uint32_t length = sequenceLength(byte(pos));
             for (std::uint32_t k = 1; length > 1 && k < length && pos + k < text.size(); ++k) {
-                const bool fits =
-                    k == 1 ? secondByteFits(byte(pos), byte(pos + 1)) : isContinuation(byte(pos + k));
+                const bool fits = k == 1 ? secondByteFits(byte(pos), byte(pos + 1))
+                                         : isContinuation(byte(pos + k));
                 if (!fits) {
                     bad = pos + k;
                     break;
                 }
             }
-            return Status::invalidArgument("text is not valid UTF-8 at byte " + std::to_string(bad));
+            return Status::invalidArgument("text is not valid UTF-8 at byte " +
+                                           std::to_string(bad));
         }
         out.push_back(d.codePoint);
         pos += d.length;

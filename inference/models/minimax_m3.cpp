@@ -92,12 +92,12 @@ Status readLayerShape(const GgufFile& file, const Metadata& meta, ModelConfig& c
 // The mixture of experts of the sparse layers: widths, counts, sigmoid routing.
 Status readExperts(const GgufFile& file, const Metadata& meta, m3::Hyper& h) {
     IRIS_RETURN_IF_ERROR(assign(h.expertFfn, meta.integer("expert_feed_forward_length", 1)));
-    IRIS_RETURN_IF_ERROR(assign(h.experts, meta.integer("expert_count", 1)));
-    IRIS_RETURN_IF_ERROR(assign(h.expertsUsed, meta.integer("expert_used_count", 1)));
-    if (h.expertsUsed > h.experts) {
-        return meta.bad("expert_used_count", std::to_string(h.expertsUsed) +
+    IRIS_RETURN_IF_ERROR(assign(h.routing.experts, meta.integer("expert_count", 1)));
+    IRIS_RETURN_IF_ERROR(assign(h.routing.used, meta.integer("expert_used_count", 1)));
+    if (h.routing.used > h.routing.experts) {
+        return meta.bad("expert_used_count", std::to_string(h.routing.used) +
                                                  " (more than expert_count " +
-                                                 std::to_string(h.experts) + ")");
+                                                 std::to_string(h.routing.experts) + ")");
     }
     IRIS_RETURN_IF_ERROR(assign(h.sharedExperts, meta.integer("expert_shared_count", 0)));
     std::int64_t gating = 0;
@@ -107,8 +107,9 @@ Status readExperts(const GgufFile& file, const Metadata& meta, m3::Hyper& h) {
                                    "' = " + std::to_string(gating) +
                                    " (MiniMax-M3 routes with sigmoid, 2)");
     }
-    IRIS_RETURN_IF_ERROR(assign(h.routedScale, meta.real("expert_weights_scale", 1.0)));
-    IRIS_RETURN_IF_ERROR(assign(h.normaliseWeights, meta.flag("expert_weights_norm", false)));
+    IRIS_RETURN_IF_ERROR(assign(h.routing.scale, meta.real("expert_weights_scale", 1.0)));
+    IRIS_RETURN_IF_ERROR(
+        assign(h.routing.normaliseWeights, meta.flag("expert_weights_norm", false)));
     return {};
 }
 
@@ -193,15 +194,17 @@ Status bindWeights(const GgufFile& file, const ModelConfig& c, const m3::Hyper& 
             w.layers.push_back(l);
             continue;
         }
+        const std::int64_t experts = h.routing.experts;
         IRIS_RETURN_IF_ERROR(
-            assign(l.router, bind.linear(p + "ffn_gate_inp", E, h.experts, false)));
-        IRIS_RETURN_IF_ERROR(assign(l.routerBias, bind.vector(p + "exp_probs_b.bias", h.experts)));
-        IRIS_RETURN_IF_ERROR(assign(
-            l.gateExps, bind.experts(p + "ffn_gate_exps.weight", E, h.expertFfn, h.experts)));
+            assign(l.experts.router, bind.linear(p + "ffn_gate_inp", E, experts, false)));
         IRIS_RETURN_IF_ERROR(
-            assign(l.upExps, bind.experts(p + "ffn_up_exps.weight", E, h.expertFfn, h.experts)));
+            assign(l.experts.routerBias, bind.vector(p + "exp_probs_b.bias", experts)));
         IRIS_RETURN_IF_ERROR(assign(
-            l.downExps, bind.experts(p + "ffn_down_exps.weight", h.expertFfn, E, h.experts)));
+            l.experts.gate, bind.experts(p + "ffn_gate_exps.weight", E, h.expertFfn, experts)));
+        IRIS_RETURN_IF_ERROR(
+            assign(l.experts.up, bind.experts(p + "ffn_up_exps.weight", E, h.expertFfn, experts)));
+        IRIS_RETURN_IF_ERROR(assign(
+            l.experts.down, bind.experts(p + "ffn_down_exps.weight", h.expertFfn, E, experts)));
         if (h.sharedExperts > 0) {
             const std::int64_t shared = h.expertFfn * h.sharedExperts;
             IRIS_RETURN_IF_ERROR(

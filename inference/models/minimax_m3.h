@@ -16,6 +16,7 @@
 #include "inference/gguf/gguf_file.h"
 #include "inference/models/gated_ffn.h"
 #include "inference/models/linear.h"
+#include "inference/models/mixture_of_experts.h"
 #include "inference/models/model.h"
 #include "inference/thread_pool.h"
 
@@ -47,10 +48,8 @@ struct Layer {
     bool sparse = false;  // MSA attention and MoE FFN (layers >= leading dense count)
     // Dense layers: the FFN. Sparse layers: the shared expert.
     Linear gate, up, down;
-    // Sparse layers only.
-    Linear router;                      // hidden -> experts
-    const float* routerBias = nullptr;  // exp_probs_b: used to choose, not to weigh
-    ExpertStack gateExps, upExps, downExps;
+    // Sparse layers only. The router's bias (exp_probs_b) is used to choose, not to weigh.
+    ExpertLayer experts;
     Linear indexQ, indexK;  // hidden -> indexHeads * indexDim, hidden -> indexDim
     const float* indexQNorm = nullptr;
     const float* indexKNorm = nullptr;
@@ -60,12 +59,9 @@ struct Hyper {
     std::int64_t leadingDense = 0;
     std::int64_t denseFfn = 0;
     std::int64_t expertFfn = 0;  // also the shared expert's width (times sharedExperts)
-    std::int64_t experts = 0;
-    std::int64_t expertsUsed = 0;
     std::int64_t sharedExperts = 0;
-    bool normaliseWeights = true;
-    float routedScale = 1.0f;
-    int indexHeads = 0;  // == kvHeads
+    ExpertRouting routing;  // sigmoid with selection bias (section 3.9)
+    int indexHeads = 0;     // == kvHeads
     int indexDim = 0;
     int topK = 0;
     int blockSize = 0;  // selection block, tokens
@@ -79,27 +75,20 @@ struct Weights {
     std::vector<Layer> layers;
 };
 
-// The router of one token (section 3.9): sigmoid of the logits, top-k of sigmoid + bias, weights
-// from the unbiased sigmoid, normalised (sum clamped at 6.1035e-5) and scaled. Writes k expert
-// ids (in choice order) and weights.
-void routeToken(const float* logits, const float* bias, const Hyper& hyper, int* experts,
-                float* weights);
-
 // The feed-forward blocks on `rows` normalised hidden vectors x (rows x hidden) into y, built
-// on the shared GatedFfn with swigluoai. Not reentrant (one per model).
+// on the shared GatedFfn and MixtureOfExperts with swigluoai. Not reentrant (one per model).
 class FeedForward {
 public:
     void dense(const Layer& layer, const float* x, std::int64_t rows, float* y,
                LinearRunner& runner, ThreadPool& pool);
-    // MoE plus the shared expert. Only the chosen experts run. experts/weights: rows x
-    // expertsUsed, filled with the routing.
+    // The shared expert (when the file has one) plus the routed experts. experts/weights: rows x
+    // routing.used, filled with the routing.
     void moe(const Layer& layer, const Hyper& hyper, const float* x, std::int64_t rows, float* y,
              int* experts, float* weights, LinearRunner& runner, ThreadPool& pool);
 
 private:
     GatedFfn m_ffn;
-    std::vector<float> m_logits, m_rows, m_out;
-    std::vector<std::int64_t> m_members;
+    MixtureOfExperts m_experts;
 };
 
 // The model (minimax_m3_model.cpp).

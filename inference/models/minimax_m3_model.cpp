@@ -207,7 +207,7 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
 void MiniMaxM3::reserve(std::int64_t T) {
     const ModelConfig& c = m_config;
     const std::int64_t D = c.hiddenSize, H = c.heads, G = c.kvHeads, hd = c.headDim,
-                       Di = std::max<std::int64_t>(m_hyper.indexDim, 1), k = m_hyper.expertsUsed;
+                       Di = std::max<std::int64_t>(m_hyper.indexDim, 1), k = m_hyper.routing.used;
     growScratch(m_x, T * D);
     growScratch(m_norm, T * D);
     growScratch(m_q, T * H * hd);
@@ -258,7 +258,7 @@ void MiniMaxM3::attentionBlock(std::size_t l, std::span<const TokenInput> batch,
 
 void MiniMaxM3::feedForwardBlock(std::size_t l, std::int64_t T, ThreadPool& pool) {
     const Layer& layer = m_weights.layers[l];
-    const std::int64_t D = m_config.hiddenSize, k = m_hyper.expertsUsed;
+    const std::int64_t D = m_config.hiddenSize, k = m_hyper.routing.used;
     float *x = m_x.data(), *norm = m_norm.data(), *out = m_out.data();
     kernels::rmsNorm(x, D, layer.ffnNorm, norm, D, T, D, m_config.rmsEps);
     if (!layer.sparse) {

@@ -1,7 +1,8 @@
 #pragma once
 // The parts a language model's forward pass is written from: batch check, embedding lookup,
 // KV write, dense paged attention and output logits here; RopeTables (rope_tables.h), GatedFfn
-// (gated_ffn.h) and the products (LinearRunner, linear.h) beside them. An architecture file
+// (gated_ffn.h), MixtureOfExperts (mixture_of_experts.h) and the products (LinearRunner,
+// linear.h) beside them. An architecture file
 // (decoder.cpp for the Qwen2 family, minimax_m3_model.cpp) composes them and keeps only what is
 // particular to it.
 //

@@ -47,7 +47,10 @@ TEST(TemporaryFolder, AnUnusableTemporaryDirectoryIsAnErrorNamingIt) {
     const std::string saved = old ? old : "";
     setenv("TMPDIR", "/nonexistent/iris-no-such-dir", 1);
     Result<fs::path> folder = makeTemporaryFolder("iris-test");
-    if (old) setenv("TMPDIR", saved.c_str(), 1); else unsetenv("TMPDIR");
+    if (old)
+        setenv("TMPDIR", saved.c_str(), 1);
+    else
+        unsetenv("TMPDIR");
     ASSERT_FALSE(folder);
     EXPECT_EQ(folder.status().code(), StatusCode::IoError);
     EXPECT_NE(folder.status().message().find("iris-no-such-dir"), std::string::npos)

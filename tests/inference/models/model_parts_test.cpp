@@ -1,5 +1,6 @@
 // The shared model parts on their own: the linear runner, the tensor binder, the RoPE tables
-// and the gated FFN's activations. The models' reference tests cover how they compose.
+// the gated FFN's activations and the expert router. The models' reference tests cover how they
+// compose.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -11,6 +12,7 @@
 #include "inference/gguf/gguf_writer.h"
 #include "inference/models/gated_ffn.h"
 #include "inference/models/linear.h"
+#include "inference/models/mixture_of_experts.h"
 #include "inference/models/rope_tables.h"
 #include "inference/models/tensor_binder.h"
 #include "kernels/fp16.h"
@@ -190,6 +192,43 @@ TEST(GatedFfn, SwiGluOaiClampsGateAndUp) {
         EXPECT_NEAR(out[i], want(gate[i], up[i]),
                     1e-5 * std::max(1.0, std::abs(want(gate[i], up[i]))))
             << i;
+}
+
+// routeSigmoid against a float64 sort: the k largest sigmoid(logit) + bias (ties to the lower
+// id), weighed by the unbiased sigmoid, normalised and scaled; and without normalisation.
+TEST(MixtureOfExperts, SigmoidRoutingPicksTheBiasedTopKAndWeighsUnbiased) {
+    for (bool normalise : {true, false}) {
+        const ExpertRouting routing{16, 4, normalise, 2.5f};
+        for (unsigned seed = 1; seed <= 20; ++seed) {
+            const std::vector<float> logits = randomValues(16, seed);
+            std::vector<float> bias = randomValues(16, seed + 100);
+            for (float& b : bias)
+                b *= 0.2f;
+            std::vector<int> order(16);
+            for (int e = 0; e < 16; ++e)
+                order[std::size_t(e)] = e;
+            const auto sigmoid = [&](int e) {
+                return 1.0 / (1.0 + std::exp(-double(logits[std::size_t(e)])));
+            };
+            std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+                return sigmoid(a) + double(bias[std::size_t(a)]) >
+                       sigmoid(b) + double(bias[std::size_t(b)]);
+            });
+            double sum = 0;
+            for (int i = 0; i < 4; ++i)
+                sum += sigmoid(order[std::size_t(i)]);
+
+            int experts[4];
+            float weights[4];
+            routeSigmoid(logits.data(), bias.data(), routing, experts, weights);
+            for (int i = 0; i < 4; ++i) {
+                EXPECT_EQ(experts[i], order[std::size_t(i)]) << "seed " << seed << " rank " << i;
+                const double expected =
+                    sigmoid(order[std::size_t(i)]) * (normalise ? 1.0 / sum : 1.0) * 2.5;
+                EXPECT_NEAR(weights[i], expected, 1e-5 * expected) << "seed " << seed;
+            }
+        }
+    }
 }
 
 }  // namespace

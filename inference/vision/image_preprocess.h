@@ -23,7 +23,10 @@
 namespace iris::inference {
 
 enum class ResampleFilter {
-    Bicubic,   // Hugging Face's Qwen2VLImageProcessor (PIL bicubic); the default
+    // The default, as Hugging Face's Qwen2VLImageProcessor asks for bicubic. Computed with
+    // OpenCV's INTER_CUBIC, whose kernel (a = -0.75) and lack of antialiasing when shrinking differ
+    // from PIL's, so pixels are close to, not equal to, the Python processor's.
+    Bicubic,
     Bilinear,  // llama.cpp's Qwen-VL path
 };
 

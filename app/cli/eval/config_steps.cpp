@@ -61,18 +61,50 @@ Status runStep(const ev::LaunchStep& params, const StepRun& run) {
     return startProcess(params.command, run.target.display).withContext(run.where);
 }
 
+// OSWorld's `until` of an execute step: the output ends the polling when its exit code equals
+// until.returncode, or until.stdout / until.stderr occurs in its stdout / stderr.
+bool untilHolds(const nlohmann::json& until, const ev::CommandOutput& output) {
+    const auto contains = [&](const char* key, const std::string& text) {
+        const auto it = until.find(key);
+        return it != until.end() && it->is_string() &&
+               text.find(it->get<std::string>()) != std::string::npos;
+    };
+    const auto code = until.find("returncode");
+    return (code != until.end() && code->is_number_integer() &&
+            code->get<std::int64_t>() == output.exitCode) ||
+           contains("stdout", output.out) || contains("stderr", output.err);
+}
+
+// Runs the command once, or with `until` again every 0.3 s until its condition holds (as OSWorld
+// does). OSWorld polls without end and gives up after 5 failed requests; Iris also stops after
+// kExecuteTimeoutS of polling, on a stop request, or at the 5th command that cannot run.
 Status runStep(const ev::ExecuteStep& params, const StepRun& run) {
     IRIS_RETURN_IF_ERROR(run.needCommands());
-    Result<ev::CommandOutput> output =
-        runProcess(params.command, run.target.display, kExecuteTimeoutS);
-    IRIS_RETURN_IF_ERROR(output.status().withContext(run.where));
-    std::error_code error;
-    fs::create_directories(run.target.cacheDir, error);
-    if (!params.stdoutFile.empty())
-        std::ofstream(run.target.cacheDir / params.stdoutFile) << output->out;
-    if (!params.stderrFile.empty())
-        std::ofstream(run.target.cacheDir / params.stderrFile) << output->err;
-    return Status::ok();
+    const bool polls = params.until.is_object() && !params.until.empty();
+    const Clock::time_point start = Clock::now();
+    for (int failures = 0;;) {
+        Result<ev::CommandOutput> output =
+            runProcess(params.command, run.target.display, kExecuteTimeoutS);
+        if (output) {
+            std::error_code error;
+            fs::create_directories(run.target.cacheDir, error);
+            if (!params.stdoutFile.empty())
+                std::ofstream(run.target.cacheDir / params.stdoutFile) << output->out;
+            if (!params.stderrFile.empty())
+                std::ofstream(run.target.cacheDir / params.stderrFile) << output->err;
+            if (!polls || untilHolds(params.until, *output)) return Status::ok();
+        } else if (!polls || ++failures == 5) {
+            return output.status().withContext(run.where);
+        }
+        if (run.target.stop && run.target.stop->load())
+            return Status::cancelled(run.where + "stopped while waiting for its until condition");
+        if (secondsSince(start) >= kExecuteTimeoutS) {
+            return Status::outOfRange(run.where + "until condition " + params.until.dump() +
+                                      " not met after " + std::to_string(int(kExecuteTimeoutS)) +
+                                      " s");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
 }
 
 Status runStep(const ev::OpenStep& params, const StepRun& run) {

@@ -337,6 +337,8 @@ Result<double> fileContains(const Value& result, const Value* expected, const js
 
 Result<double> compareTextFile(const Value& result, const Value* expected, const json& options,
                                MetricDetail&) {
+    IRIS_RETURN_IF_ERROR(
+        onlyOptions(options, {"ignore_blanks", "ignore_case"}, "compare_text_file"));
     auto actual = pathOf(result);
     if (!actual) return 0.0;
     if (expected == nullptr)

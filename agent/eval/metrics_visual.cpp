@@ -70,6 +70,7 @@ bool tooSmall(const cv::Mat& m) {
 
 Result<double> compareImages(const Value& result, const Value* expected, const json& options,
                              MetricDetail& detail) {
+    IRIS_RETURN_IF_ERROR(onlyOptions(options, {"reference_base_result"}, "compare_images"));
     if (expected == nullptr)
         return Status::invalidArgument("compare_images needs an expected image");
     auto a = greyOf(result);
@@ -127,6 +128,8 @@ Result<double> checkStructureSim(const Value& result, const Value* expected, con
 
 Result<double> checkStructureSimWithThreshold(const Value& result, const Value* expected,
                                               const json& options, MetricDetail& detail) {
+    IRIS_RETURN_IF_ERROR(
+        onlyOptions(options, {"ssim_threshold"}, "check_structure_sim_with_threshold"));
     const json t = options.value("ssim_threshold", json(0.85));
     if (!t.is_number())
         return Status::invalidArgument(

@@ -44,6 +44,24 @@ protected:
     const fs::path m_dir = m_scratch.path();
 };
 
+// OSWorld's metrics take their options as keyword arguments, where an unknown one is an error;
+// every metric refuses it by name before it reads anything, rather than ignoring a typo.
+TEST(Metrics, EveryMetricRefusesAnUnknownOption) {
+    for (const MetricInfo& metric : allMetrics()) {
+        if (metric.name == "infeasible") continue;  // evaluate() scores it; it has no options
+        MetricDetail detail;
+        const Value result(json("x"));
+        const Value expected(json{{"expected", "x"}});
+        const Result<double> scored =
+            metric.score(result, &expected, json{{"no_such_option", 1}}, detail);
+        ASSERT_FALSE(scored) << metric.name;
+        EXPECT_EQ(scored.status().code(), StatusCode::InvalidArgument) << metric.name;
+        EXPECT_NE(scored.status().message().find("unknown option \"no_such_option\""),
+                  std::string::npos)
+            << metric.name << ": " << scored.status().message();
+    }
+}
+
 TEST(Metrics, ExactMatchUsesPythonEquality) {
     EXPECT_EQ(score("exact_match", "true", json{{"expected", "true"}}), 1.0);
     EXPECT_EQ(score("exact_match", "true", json{{"expected", "True"}}), 0.0);

@@ -100,7 +100,8 @@ private:
         std::string where;
     };
 
-    Status migrate();  // session_store_schema.cpp
+    Status migrate();      // session_store_schema.cpp
+    Status switchToWal();  // session_store_schema.cpp
     Status execute(const char* sql, std::string_view what);
     void rollback();
     Status error(int code, std::string_view what) const;

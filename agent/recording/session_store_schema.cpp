@@ -4,12 +4,14 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include <sqlite3.h>
 
 #include "agent/recording/session_store.h"
 #include "agent/recording/session_store_internal.h"
+#include "base/clock.h"
 
 namespace iris::agent {
 namespace {
@@ -165,6 +167,27 @@ Result<SessionStore> SessionStore::open(const std::filesystem::path& dbFile,
     return store;
 }
 
+// Switching a database to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once,
+// without its busy handler, when another connection holds a lock on the file (two evaluation
+// workers opening a new database together). So the switch is retried here, within the same busy
+// timeout as every other statement.
+Status SessionStore::switchToWal() {
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+        SqliteStatement s(m_db.get(), "PRAGMA journal_mode = WAL");
+        const int rc = s.step();
+        if (rc == SQLITE_ROW) {
+            if (s.text(0) == "wal") return Status::ok();
+            return Status::ioError(m_path.string() + ": SQLite refused WAL mode (journal mode " +
+                                   s.text(0) + ")");
+        }
+        const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+        if (!busy || millisecondsSince(start) >= double(m_options.busyTimeout.count()))
+            return error(rc, "switching to WAL mode");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 Status SessionStore::migrate() {
     const std::string path = m_path.string();
     auto pragmaInteger = [&](const char* sql) -> Result<std::int64_t> {
@@ -173,11 +196,15 @@ Status SessionStore::migrate() {
         if (rc != SQLITE_ROW) return error(rc, "reading the schema");
         return s.integer(0);
     };
+    // One read transaction, so that the three come from one snapshot: read one by one, they could
+    // straddle another process's migration and show its tables without its schema version.
+    IRIS_RETURN_IF_ERROR(execute("BEGIN", "reading the schema"));
     auto applicationId = pragmaInteger("PRAGMA application_id");
-    if (!applicationId) return applicationId.status();
     auto version = pragmaInteger("PRAGMA user_version");
-    if (!version) return version.status();
     auto tables = pragmaInteger("SELECT count(*) FROM sqlite_master");
+    rollback();  // only read
+    if (!applicationId) return applicationId.status();
+    if (!version) return version.status();
     if (!tables) return tables.status();
 
     if (*applicationId != 0 && *applicationId != kApplicationId) {
@@ -195,15 +222,7 @@ Status SessionStore::migrate() {
                                    std::to_string(kSchemaVersion) + ")");
     }
 
-    {
-        SqliteStatement s(m_db.get(), "PRAGMA journal_mode = WAL");
-        const int rc = s.step();
-        if (rc != SQLITE_ROW) return error(rc, "switching to WAL mode");
-        if (s.text(0) != "wal") {
-            return Status::ioError(path + ": SQLite refused WAL mode (journal mode " + s.text(0) +
-                                   ")");
-        }
-    }
+    IRIS_RETURN_IF_ERROR(switchToWal());
     IRIS_RETURN_IF_ERROR(execute("PRAGMA foreign_keys = ON", "enabling foreign keys"));
     // In WAL mode NORMAL loses no committed transaction when the process dies (only on power loss).
     IRIS_RETURN_IF_ERROR(execute("PRAGMA synchronous = NORMAL", "setting synchronous mode"));

@@ -1,9 +1,11 @@
 #include "agent/recording/session_store.h"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
@@ -176,8 +178,7 @@ TEST(SessionStore, KeepsAStepWhoseModelOutputIsNotUtf8) {
     ASSERT_TRUE(loaded) << loaded.status().message();
     ASSERT_EQ(loaded->steps.size(), 1u);
     ASSERT_TRUE(loaded->steps[0].response.has_value());
-    EXPECT_EQ(loaded->steps[0].response->text,
-              "half a character: \uFFFD and a stray \uFFFD byte");
+    EXPECT_EQ(loaded->steps[0].response->text, "half a character: \uFFFD and a stray \uFFFD byte");
 }
 
 TEST(SessionStore, StoresEachScreenshotOnceAndRequestsReferToIt) {
@@ -379,6 +380,31 @@ INSERT INTO steps VALUES (7, 0, 1700000000500, NULL, '', 'Desktop',
 PRAGMA user_version = 1;
 PRAGMA application_id = 1232234867;
 )sql";
+
+// Two evaluation workers (or two Iris processes) opening a database that does not exist yet at
+// the same moment: each must get a working store (the switch to WAL mode needs an exclusive lock,
+// for which SQLite does not wait by itself).
+TEST(SessionStore, ConnectionsOpeningANewDatabaseTogetherAllSucceed) {
+    for (int round = 0; round < 20; ++round) {
+        const fs::path file = freshDir("open_together_" + std::to_string(round)) / "sessions.db";
+        std::atomic<int> ready{0};
+        std::vector<std::string> failures(4);
+        std::vector<std::thread> openers;
+        for (std::size_t i = 0; i < failures.size(); ++i) {
+            openers.emplace_back([&, i] {
+                ++ready;
+                while (ready.load() < int(failures.size())) {
+                }
+                Result<SessionStore> store = SessionStore::open(file);
+                if (!store) failures[i] = store.status().message();
+            });
+        }
+        for (std::thread& t : openers)
+            t.join();
+        for (const std::string& failure : failures)
+            EXPECT_EQ(failure, "") << "round " << round;
+    }
+}
 
 TEST(SessionStore, UpgradesAVersion1Database) {
     const fs::path file = freshDir("migrate") / "sessions.db";

@@ -13,6 +13,7 @@
 #include "app/cli/agent_setup.h"
 #include "app/session/browser_application.h"
 #include "app/session/environment_spec.h"
+#include "app/session/json_file.h"
 #include "inference/engine.h"
 #include "inference/vision/image_preprocess.h"
 
@@ -58,14 +59,9 @@ struct TaskFile {
 };
 
 Result<TaskFile> readTaskFile(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) return Status::notFound(path + ": cannot open the task file");
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::parse_error& e) {
-        return Status::corrupt(path + ": byte " + std::to_string(e.byte) + ": not JSON");
-    }
+    Result<nlohmann::json> read = readJsonFile(path, "cannot open the task file");
+    if (!read) return read.status();
+    const nlohmann::json& json = *read;
     if (!json.is_object()) return Status::corrupt(path + ": a task is a JSON object");
     const auto instruction = json.find("instruction");
     if (instruction == json.end() || !instruction->is_string() ||

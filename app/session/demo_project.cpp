@@ -7,6 +7,7 @@
 #include "agent/image_codec.h"
 #include "agent/recording/chat_json.h"
 #include "app/session/data_paths.h"
+#include "app/session/json_file.h"
 #include "base/temporary_folder.h"
 
 namespace iris::app {
@@ -17,14 +18,10 @@ namespace fs = std::filesystem;
 // demonstration.json: {"instruction": ..., "responses": [ChatResponse JSON, ...]}.
 Status readDemonstration(DemoProject& demo) {
     const std::string path = demo.demonstrationPath.string();
-    std::ifstream file(demo.demonstrationPath);
-    if (!file) return Status::notFound(path + ": cannot open the demonstration");
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::parse_error& e) {
-        return Status::corrupt(path + ": byte " + std::to_string(e.byte) + ": not JSON");
-    }
+    Result<nlohmann::json> read =
+        readJsonFile(demo.demonstrationPath, "cannot open the demonstration");
+    if (!read) return read.status();
+    const nlohmann::json& json = *read;
     if (!json.is_object()) return Status::corrupt(path + ": expected a JSON object");
     demo.instruction = json.value("instruction", "");
     const nlohmann::json responses = json.value("responses", nlohmann::json::array());

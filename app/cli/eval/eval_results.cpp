@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "app/session/json_file.h"
+
 namespace iris::app::eval {
 namespace {
 
@@ -208,15 +210,9 @@ Status saveRunResults(const RunResults& results, const fs::path& dir) {
 
 Result<RunResults> loadRunResults(const fs::path& dir) {
     const fs::path file = dir / "results.json";
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::notFound(file.string() + ": no such file");
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        return Status::corrupt(file.string() + ": byte " + std::to_string(e.byte) + ": not JSON");
-    }
-    return runResultsFromJson(json, file.string());
+    Result<nlohmann::json> json = readJsonFile(file, "no such file");
+    if (!json) return json.status();
+    return runResultsFromJson(*json, file.string());
 }
 
 std::string pathComponent(std::string_view name) {

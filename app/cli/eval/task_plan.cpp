@@ -8,6 +8,7 @@
 #include "agent/actions/action_format.h"
 #include "agent/recording/chat_json.h"
 #include "app/cli/eval/eval_results.h"
+#include "app/session/json_file.h"
 
 namespace iris::app::eval {
 
@@ -15,14 +16,9 @@ namespace fs = std::filesystem;
 namespace ev = agent::eval;
 
 Result<Demonstration> readDemonstration(const fs::path& path) {
-    std::ifstream file(path);
-    if (!file) return Status::notFound(path.string() + ": cannot open the demonstration");
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::parse_error& e) {
-        return Status::corrupt(path.string() + ": byte " + std::to_string(e.byte) + ": not JSON");
-    }
+    Result<nlohmann::json> read = readJsonFile(path, "cannot open the demonstration");
+    if (!read) return read.status();
+    const nlohmann::json& json = *read;
     if (!json.is_object()) return Status::corrupt(path.string() + ": expected a JSON object");
     Demonstration demo;
     demo.path = path;

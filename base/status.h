@@ -21,6 +21,7 @@ enum class StatusCode {
     Unsupported,      // valid input that Iris cannot handle (yet)
     OutOfRange,       // a size or index past a limit (context length, pixel budget)
     Cancelled,        // stopped on request
+    Unavailable,      // busy or shutting down: the same request may succeed later
     Internal,         // a broken invariant in Iris itself
 };
 
@@ -38,6 +39,7 @@ public:
     static Status unsupported(std::string m) { return {StatusCode::Unsupported, std::move(m)}; }
     static Status outOfRange(std::string m) { return {StatusCode::OutOfRange, std::move(m)}; }
     static Status cancelled(std::string m) { return {StatusCode::Cancelled, std::move(m)}; }
+    static Status unavailable(std::string m) { return {StatusCode::Unavailable, std::move(m)}; }
     static Status internal(std::string m) { return {StatusCode::Internal, std::move(m)}; }
 
     bool isOk() const { return m_code == StatusCode::Ok; }

@@ -40,6 +40,8 @@ Status sameCode(const Status& error, std::string message) {
             return Status::cancelled(std::move(message));
         case StatusCode::Internal:
             return Status::internal(std::move(message));
+        case StatusCode::Unavailable:
+            return Status::unavailable(std::move(message));
         case StatusCode::Ok:
         case StatusCode::IoError:
             break;

@@ -63,17 +63,11 @@ Result<std::string> renderPrompt(const inference::ChatTemplate& chatTemplate,
     return chatTemplate.render(messages, options);
 }
 
-LocalEngineClient::LocalEngineClient(std::unique_ptr<inference::Engine> engine,
-                                     std::unique_ptr<inference::Session> session, std::string name,
-                                     LocalEngineSettings settings)
-    : m_engine(std::move(engine)),
-      m_session(std::move(session)),
-      m_name(std::move(name)),
-      m_settings(settings) {}
+LocalEngineClient::LocalEngineClient(std::shared_ptr<inference::Scheduler> scheduler,
+                                     std::string name, LocalEngineSettings settings)
+    : m_scheduler(std::move(scheduler)), m_name(std::move(name)), m_settings(settings) {}
 
-LocalEngineClient::~LocalEngineClient() {
-    m_session.reset();  // before the engine, whatever the member order
-}
+LocalEngineClient::~LocalEngineClient() = default;
 
 Result<std::unique_ptr<LocalEngineClient>> LocalEngineClient::open(
     const std::filesystem::path& modelPath, const inference::EngineOptions& options,
@@ -86,10 +80,17 @@ Result<std::unique_ptr<LocalEngineClient>> LocalEngineClient::open(
 Result<std::unique_ptr<LocalEngineClient>> LocalEngineClient::create(
     std::unique_ptr<inference::Engine> engine, std::string name, LocalEngineSettings settings) {
     if (engine == nullptr) return Status::invalidArgument("no engine");
-    Result<std::unique_ptr<inference::Session>> session = engine->newSession();
-    if (!session) return session.status().withContext(name + ": ");
+    Result<std::unique_ptr<inference::Scheduler>> scheduler =
+        inference::Scheduler::start(std::move(engine));
+    if (!scheduler) return scheduler.status().withContext(name + ": ");
+    return attach(std::move(*scheduler), std::move(name), settings);
+}
+
+std::unique_ptr<LocalEngineClient> LocalEngineClient::attach(
+    std::shared_ptr<inference::Scheduler> scheduler, std::string name,
+    LocalEngineSettings settings) {
     return std::unique_ptr<LocalEngineClient>(
-        new LocalEngineClient(std::move(engine), std::move(*session), std::move(name), settings));
+        new LocalEngineClient(std::move(scheduler), std::move(name), settings));
 }
 
 std::string LocalEngineClient::describe() const {
@@ -97,9 +98,9 @@ std::string LocalEngineClient::describe() const {
 }
 
 std::optional<inference::ImageSize> LocalEngineClient::imageSizeFor(int width, int height) const {
-    if (!m_engine->hasVision()) return std::nullopt;
+    if (!engine().hasVision()) return std::nullopt;
     Result<inference::ImageSize> size =
-        inference::smartResize(width, height, m_engine->imageOptions());
+        inference::smartResize(width, height, engine().imageOptions());
     if (!size) return std::nullopt;
     return *size;
 }
@@ -117,7 +118,7 @@ LocalEngineClient::prepareImages(const std::vector<std::shared_ptr<const Encoded
             continue;
         }
         Result<std::shared_ptr<const inference::ImagePatches>> patches =
-            m_engine->prepareImage(images[i]->bytes);
+            engine().prepareImage(images[i]->bytes);
         if (!patches) return patches.status().withContext("image " + std::to_string(i + 1) + ": ");
         m_prepared.push_back({images[i], *patches});
         out.push_back(*patches);
@@ -139,11 +140,11 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
             if (part.isImage()) images.push_back(part.image);
         }
     }
-    if (!images.empty() && !m_engine->hasVision()) {
+    if (!images.empty() && !engine().hasVision()) {
         return Status::unsupported(m_name +
                                    ": this model has no vision tower loaded (pass --mmproj)");
     }
-    Result<std::string> prompt = renderPrompt(m_engine->chatTemplate(), request);
+    Result<std::string> prompt = renderPrompt(engine().chatTemplate(), request);
     if (!prompt) return prompt.status().withContext(m_name + ": ");
     if (request.maxTokens <= 0)
         return Status::invalidArgument("maxTokens must be positive, not " +
@@ -151,7 +152,7 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
 
     // The template writes the special tokens as text; message text goes through it too, so a
     // message that spells "<|im_end|>" is read as that token (as llama.cpp's server does).
-    std::vector<std::int32_t> tokens = m_engine->tokenizer().encode(*prompt, /*parseSpecial=*/true);
+    std::vector<std::int32_t> tokens = engine().tokenizer().encode(*prompt, /*parseSpecial=*/true);
     inference::GenerateRequest generate;
     if (images.empty()) {
         generate.prompt = std::move(tokens);
@@ -159,8 +160,8 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
         Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> patches =
             prepareImages(images);
         if (!patches) return patches.status().withContext(m_name + ": ");
-        const std::string_view placeholder = m_engine->chatTemplate().imagePlaceholder();
-        const std::optional<std::int32_t> id = m_engine->tokenizer().findToken(placeholder);
+        const std::string_view placeholder = engine().chatTemplate().imagePlaceholder();
+        const std::optional<std::int32_t> id = engine().tokenizer().findToken(placeholder);
         if (!id) {
             return Status::unsupported(m_name + ": the vocabulary has no " +
                                        std::string(placeholder) + " token for images");
@@ -203,7 +204,9 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
         return true;
     };
 
-    Result<inference::GenerateResult> result = m_session->generate(generate);
+    // The scheduler calls onToken on this thread; m_cancelled also stops a wait with no token
+    // coming (a prompt still being read).
+    Result<inference::GenerateResult> result = m_scheduler->generate(generate, &m_cancelled);
     if (!result) return result.status().withContext(m_name + ": ");
     m_lastReused = result->reusedTokens;
     m_lastImagesEncoded = result->imagesEncoded;

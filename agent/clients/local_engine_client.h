@@ -1,7 +1,9 @@
 #pragma once
-// A ModelClient that answers with Iris's own inference engine, in process. It keeps one engine
-// session, so each turn of a conversation computes only the tokens after the prefix it shares
-// with the previous request (the agent's history grows at the end).
+// A ModelClient that answers with Iris's own inference engine, in process, through the serving
+// engine (inference::Scheduler). Several clients may share one scheduler, so one copy of the
+// weights serves an agent session, an evaluation's parallel tasks and the GUI at once; each
+// turn computes only the prompt tokens after the longest prefix the scheduler's prefix cache
+// already holds (the agent's history grows at the end, so that is usually the previous turn).
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "agent/clients/model_client.h"
 #include "inference/engine.h"
+#include "inference/scheduler.h"
 
 namespace iris::agent {
 
@@ -18,17 +21,23 @@ struct LocalEngineSettings {
     inference::SamplingParams sampling;
 };
 
-// Like the Engine it owns, not thread-safe: one thread calls complete(); cancel() may come from
-// any thread and takes effect at the next generated token.
+// One thread calls complete() on a client (clients sharing a scheduler may each be driven by
+// their own thread at once); cancel() may come from any thread and takes effect at the
+// scheduler's next step.
 class LocalEngineClient final : public ModelClient {
 public:
-    // Loads the model file (errors name it) and opens the client's session.
+    // Loads the model file (errors name it) and starts a scheduler of its own for this client.
     static Result<std::unique_ptr<LocalEngineClient>> open(const std::filesystem::path& modelPath,
                                                            const inference::EngineOptions& options,
                                                            LocalEngineSettings settings = {});
-    // Takes a loaded engine; `name` is what describe() and ChatResponse::model report.
+    // Takes a loaded engine (with no open Session) and starts a scheduler of its own on it;
+    // `name` is what describe() and ChatResponse::model report.
     static Result<std::unique_ptr<LocalEngineClient>> create(
         std::unique_ptr<inference::Engine> engine, std::string name,
+        LocalEngineSettings settings = {});
+    // A client of a running scheduler that other clients may share; the client keeps it alive.
+    static std::unique_ptr<LocalEngineClient> attach(
+        std::shared_ptr<inference::Scheduler> scheduler, std::string name,
         LocalEngineSettings settings = {});
     ~LocalEngineClient() override;
 
@@ -45,23 +54,23 @@ public:
     // or for a size the resize refuses.
     std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override;
 
-    // The prompt tokens the last complete() took from the previous turn's cache, and the images
-    // it sent through the vision tower (the others were cached by content).
+    // The prompt tokens of the last complete() whose K/V came from the prefix cache (an earlier
+    // turn's, this client's or another's), and the images it sent through the vision tower (the
+    // others were cached by content).
     std::int64_t lastReusedTokens() const { return m_lastReused; }
     int lastImagesEncoded() const { return m_lastImagesEncoded; }
-    inference::Engine& engine() { return *m_engine; }
+    // The loaded model's const parts (tokenizer, chat template, options), safe from any thread.
+    const inference::Engine& engine() const { return m_scheduler->engine(); }
+    const std::shared_ptr<inference::Scheduler>& scheduler() const { return m_scheduler; }
 
 private:
     Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> prepareImages(
         const std::vector<std::shared_ptr<const EncodedImage>>& images);
 
-    LocalEngineClient(std::unique_ptr<inference::Engine> engine,
-                      std::unique_ptr<inference::Session> session, std::string name,
+    LocalEngineClient(std::shared_ptr<inference::Scheduler> scheduler, std::string name,
                       LocalEngineSettings settings);
 
-    // Declared in this order so that the session goes before the engine it refers to.
-    std::unique_ptr<inference::Engine> m_engine;
-    std::unique_ptr<inference::Session> m_session;
+    std::shared_ptr<inference::Scheduler> m_scheduler;
     std::string m_name;
     LocalEngineSettings m_settings;
     std::int64_t m_lastReused = 0;

@@ -1,10 +1,13 @@
 // LocalEngineClient on a tiny random Qwen2 model with a byte-level vocabulary, against the engine
-// driven directly with a prompt written out by hand: same tokens, same text, prefix reuse across
-// turns, stop strings that never leak into the stream, and the errors a caller can meet.
+// driven directly (Session::generate on a separately loaded engine) with a prompt written out by
+// hand: same tokens, same text, prefix reuse across turns, clients sharing one scheduler from
+// several threads, stop strings that never leak into the stream, and the errors a caller can
+// meet.
 #include "agent/clients/local_engine_client.h"
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -107,8 +110,66 @@ TEST_F(LocalEngineClientTest, AnswersLikeTheEngineWithTheTemplatedPromptAndReuse
     const inference::GenerateResult expected2 = reference(prompt2, 12);
     EXPECT_EQ(second->text, expected2.text);
     EXPECT_EQ(second->promptTokens, int(expected2.promptTokens));
-    EXPECT_GE(local->lastReusedTokens(),
-              std::int64_t(local->engine().tokenizer().encode(prompt1, true).size()));
+    // The prefix cache keeps whole KV blocks: at least every full block of the first prompt.
+    const std::int64_t block = local->engine().options().kvBlockSize;
+    const auto firstPrompt = std::int64_t(local->engine().tokenizer().encode(prompt1, true).size());
+    EXPECT_GE(local->lastReusedTokens(), firstPrompt / block * block);
+    EXPECT_GT(local->lastReusedTokens(), 0);
+}
+
+// Three clients of one scheduler, each on its own thread and all at once, two turns each: every
+// answer is the one a fresh Session on a separately loaded engine gives for the same prompt.
+TEST_F(LocalEngineClientTest, ClientsSharingASchedulerAnswerFromSeveralThreadsAsEachAlone) {
+    constexpr int kClients = 3;
+    inference::EngineOptions shared = options();
+    shared.maxSessions = kClients;
+    Result<std::unique_ptr<inference::Engine>> engine = inference::Engine::load(m_model, shared);
+    ASSERT_TRUE(engine) << engine.status().message();
+    Result<std::unique_ptr<inference::Scheduler>> started =
+        inference::Scheduler::start(std::move(*engine));
+    ASSERT_TRUE(started) << started.status().message();
+    const std::shared_ptr<inference::Scheduler> scheduler = std::move(*started);
+
+    const std::vector<std::string> questions = {"hello", "abc", "what is on the screen?"};
+    struct Turns {
+        Result<ChatResponse> first = Status::internal("not run");
+        Result<ChatResponse> second = Status::internal("not run");
+    };
+    std::vector<Turns> answers(kClients);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kClients; ++i) {
+        threads.emplace_back([&, i] {
+            const auto client = LocalEngineClient::attach(scheduler, "tiny.gguf");
+            ChatRequest request;
+            request.messages.push_back(ChatMessage::text("user", questions[i]));
+            request.maxTokens = 10;
+            answers[i].first = client->complete(request);
+            if (!answers[i].first) return;
+            request.messages.push_back(ChatMessage::text("assistant", answers[i].first->text));
+            request.messages.push_back(ChatMessage::text("user", "more"));
+            answers[i].second = client->complete(request);
+        });
+    }
+    for (std::thread& thread : threads)
+        thread.join();
+
+    for (int i = 0; i < kClients; ++i) {
+        SCOPED_TRACE("client " + std::to_string(i) + ": " + questions[i]);
+        ASSERT_TRUE(answers[i].first) << answers[i].first.status().message();
+        ASSERT_TRUE(answers[i].second) << answers[i].second.status().message();
+        const std::string prompt1 = std::string(kSystem) + "<|im_start|>user\n" + questions[i] +
+                                    "<|im_end|>\n<|im_start|>assistant\n";
+        const inference::GenerateResult expected1 = reference(prompt1, 10);
+        EXPECT_EQ(answers[i].first->text, expected1.text);
+        EXPECT_EQ(answers[i].first->completionTokens, int(expected1.tokens.size()));
+        const std::string prompt2 = prompt1 + answers[i].first->text +
+                                    "<|im_end|>\n<|im_start|>user\nmore<|im_end|>\n"
+                                    "<|im_start|>assistant\n";
+        const inference::GenerateResult expected2 = reference(prompt2, 10);
+        EXPECT_EQ(answers[i].second->text, expected2.text);
+        EXPECT_EQ(answers[i].second->promptTokens, int(expected2.promptTokens));
+    }
+    EXPECT_EQ(scheduler->stats().requests, 2 * kClients);
 }
 
 TEST_F(LocalEngineClientTest, AStopStringEndsTheAnswerAndNeverReachesTheStream) {

@@ -9,22 +9,6 @@
 namespace iris::agent {
 namespace {
 
-// How many bytes at the end of `text` could still become the start of a stop string: they are
-// held back from the stream until the next token decides.
-std::size_t possibleStopStart(std::string_view text, const std::vector<std::string>& stops) {
-    std::size_t held = 0;
-    for (const std::string& stop : stops) {
-        for (std::size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); k > held;
-             --k) {
-            if (text.ends_with(std::string_view(stop).substr(0, k))) {
-                held = k;
-                break;
-            }
-        }
-    }
-    return held;
-}
-
 const char* finishReason(inference::StopReason reason) {
     switch (reason) {
         case inference::StopReason::EndOfGeneration:
@@ -191,7 +175,7 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
         if (m_cancelled) return false;
         if (!onText) return true;
         text += piece;
-        const std::size_t ready = text.size() - possibleStopStart(text, request.stop);
+        const std::size_t ready = text.size() - inference::stopStringHoldback(text, request.stop);
         if (ready > streamed) {
             const std::string_view delta =
                 std::string_view(text).substr(streamed, ready - streamed);

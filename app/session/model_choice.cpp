@@ -1,11 +1,113 @@
 #include "app/session/model_choice.h"
 
+#include <mutex>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_client.h"
 
 namespace iris::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One loaded engine of the process: its files and a weak reference to its scheduler, so that the
+// registry never keeps an engine alive by itself.
+struct LoadedEngine {
+    fs::path model;
+    fs::path mmproj;
+    std::weak_ptr<inference::Scheduler> scheduler;
+};
+
+// The registry. `entries` is short (one entry per model loaded at once), so a list will do.
+struct Registry {
+    std::mutex entriesMutex;  // guards entries
+    std::vector<LoadedEngine> entries;
+    // Held across a load (after a look-up missed), so that callers asking for the same files at
+    // once load them once: the second finds the first's engine when it gets the lock.
+    std::mutex loadMutex;
+};
+
+Registry& registry() {
+    static Registry instance;
+    return instance;
+}
+
+// The same file named two ways ("m.gguf", "./m.gguf", through a link) is one key.
+fs::path canonicalPath(const fs::path& path) {
+    if (path.empty()) return path;
+    std::error_code error;
+    fs::path canonical = fs::weakly_canonical(path, error);
+    return error ? fs::absolute(path, error) : canonical;
+}
+
+// Reuse rule. When a second user (an evaluation started while the GUI runs a session, say) asks
+// for the files an engine already serves, that engine is reused if its context and its KV pool
+// are at least what the new user asks for: the weights, the vision tower and the prefix cache are
+// then shared, and the new user's sequences join the running batch. If the loaded engine is
+// smaller, a second one is loaded with the new user's sizes rather than silently giving them less:
+// a shorter context would refuse long prompts in the middle of a task, and a smaller pool would
+// make `--parallel N` queue its tasks behind one another, both surprises a person who asked for
+// the size would not expect. The second engine costs its own KV pool and scratch, not a second
+// copy of the weights in memory: both map the same file read-only, so they share its pages.
+// Compute threads are not compared: they set the speed, not what the engine can serve.
+bool serves(const inference::Scheduler& scheduler, const ModelChoice& choice) {
+    const inference::EngineOptions& loaded = scheduler.engine().options();
+    return loaded.contextSize >= choice.contextSize && loaded.maxSessions >= choice.parallel;
+}
+
+std::shared_ptr<inference::Scheduler> findServing(Registry& r, const fs::path& model,
+                                                  const fs::path& mmproj,
+                                                  const ModelChoice& choice) {
+    std::lock_guard lock(r.entriesMutex);
+    std::erase_if(r.entries, [](const LoadedEngine& e) { return e.scheduler.expired(); });
+    for (const LoadedEngine& entry : r.entries) {
+        if (entry.model != model || entry.mmproj != mmproj) continue;
+        std::shared_ptr<inference::Scheduler> scheduler = entry.scheduler.lock();
+        if (scheduler && serves(*scheduler, choice)) return scheduler;
+    }
+    return nullptr;
+}
+
+Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& choice,
+                                                            LoadProgress onLoadProgress) {
+    inference::EngineOptions options;
+    options.threads = choice.threads;
+    options.contextSize = choice.contextSize;
+    options.maxSessions = choice.parallel;
+    options.mmprojPath = choice.mmprojPath;
+    options.onLoadProgress = std::move(onLoadProgress);
+    Result<std::unique_ptr<inference::Engine>> engine =
+        inference::Engine::load(choice.modelPath, options);
+    if (!engine) return engine.status();
+    // maxRunning 0: as many sequences at once as the pool holds contexts (choice.parallel).
+    Result<std::unique_ptr<inference::Scheduler>> scheduler =
+        inference::Scheduler::start(std::move(*engine));
+    if (!scheduler) return scheduler.status().withContext(choice.modelPath.string() + ": ");
+    return std::shared_ptr<inference::Scheduler>(std::move(*scheduler));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice& choice,
+                                                              LoadProgress onLoadProgress) {
+    if (choice.backend != ModelChoice::Backend::LocalEngine)
+        return Status::invalidArgument("sharedScheduler: the choice is not a local model");
+    const fs::path model = canonicalPath(choice.modelPath);
+    const fs::path mmproj = canonicalPath(choice.mmprojPath);
+    Registry& r = registry();
+    if (auto found = findServing(r, model, mmproj, choice)) return found;
+    std::lock_guard loading(r.loadMutex);
+    if (auto found = findServing(r, model, mmproj, choice)) return found;
+    Result<std::shared_ptr<inference::Scheduler>> loaded =
+        loadScheduler(choice, std::move(onLoadProgress));
+    if (!loaded) return loaded.status();
+    std::lock_guard lock(r.entriesMutex);
+    r.entries.push_back({model, mmproj, *loaded});
+    return loaded;
+}
 
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& choice,
                                                             LoadProgress onLoadProgress) {
@@ -21,15 +123,11 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& c
                 std::make_unique<agent::OpenAiClient>(std::move(settings)));
         }
         case ModelChoice::Backend::LocalEngine: {
-            inference::EngineOptions options;
-            options.threads = choice.threads;
-            options.contextSize = choice.contextSize;
-            options.mmprojPath = choice.mmprojPath;
-            options.onLoadProgress = std::move(onLoadProgress);
-            Result<std::unique_ptr<agent::LocalEngineClient>> client =
-                agent::LocalEngineClient::open(choice.modelPath, options);
-            if (!client) return client.status();
-            return std::unique_ptr<agent::ModelClient>(std::move(*client));
+            Result<std::shared_ptr<inference::Scheduler>> scheduler =
+                sharedScheduler(choice, std::move(onLoadProgress));
+            if (!scheduler) return scheduler.status();
+            return std::unique_ptr<agent::ModelClient>(agent::LocalEngineClient::attach(
+                std::move(*scheduler), choice.modelPath.filename().string()));
         }
     }
     return std::unique_ptr<agent::ModelClient>();

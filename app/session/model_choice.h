@@ -3,6 +3,11 @@
 // or none. The command line fills a ModelChoice from its options (app/cli/agent_setup.h), the
 // GUI from its settings (app/gui/settings.h); makeModelClient is the one place that turns it
 // into a client.
+//
+// One copy of a local model per process: local clients are clients of a serving engine
+// (inference::Scheduler) that sharedScheduler() hands out from a process-wide registry, so an
+// evaluation's parallel tasks, a GUI session and its forks share the loaded weights and the
+// prefix cache, and run at once up to the engine's `parallel` sequences.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -11,6 +16,7 @@
 
 #include "agent/clients/model_client.h"
 #include "base/status.h"
+#include "inference/scheduler.h"
 #include "inference/thread_pool.h"
 
 namespace iris::app {
@@ -23,7 +29,10 @@ struct ModelChoice {
     std::filesystem::path modelPath;
     std::filesystem::path mmprojPath;  // empty: text only
     int threads = inference::ThreadPool::hardwareThreads();
-    std::int64_t contextSize = 16384;
+    std::int64_t contextSize = 16384;  // tokens per sequence
+    // Sequences the engine runs at once (an evaluation's --parallel): its KV pool holds this many
+    // contexts, and more requests at once wait their turn.
+    int parallel = 1;
 
     // Endpoint: the server's base URL (requests go to {endpoint}/chat/completions), the model
     // name it expects, and the environment variable holding its key (its value is never kept).
@@ -36,10 +45,22 @@ struct ModelChoice {
 // inference::EngineOptions::onLoadProgress).
 using LoadProgress = std::function<void(double fraction)>;
 
-// The client `choice` asks for; nullptr for Backend::None. Opening a local model reads the whole
-// file (seconds): callers with a GUI call this off its thread. Ranges (threads >= 1, a context of
-// at least 256 tokens) are the caller's to check; errors are the engine's or the client's.
+// The client `choice` asks for; nullptr for Backend::None. A local client is a client of
+// sharedScheduler(choice). Opening a local model reads the whole file (seconds): callers with a
+// GUI call this off its thread. Ranges (threads >= 1, a context of at least 256 tokens,
+// parallel >= 1) are the caller's to check; errors are the engine's or the client's.
+// Thread-safe.
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& choice,
                                                             LoadProgress onLoadProgress = {});
+
+// The serving engine of a LocalEngine `choice`. While some client or caller holds a scheduler
+// for the same model and projector files (compared as canonical paths) whose context and pool
+// are at least as large (contextSize, parallel), that one, and onLoadProgress is not called;
+// otherwise a newly loaded engine with choice's threads, context and parallel, and a scheduler
+// running up to `parallel` sequences. The registry keeps only weak references: once every
+// holder is gone, the engine is freed and the next call loads the file again. Thread-safe;
+// calls for the same files at once load them once. Errors are the engine's (naming the file).
+Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice& choice,
+                                                              LoadProgress onLoadProgress = {});
 
 }  // namespace iris::app

@@ -28,7 +28,8 @@ std::vector<OptionSpec> runOptions() {
         {"demonstrations", "", false,
          "replay each task's iris.demonstration instead of asking a model"},
         {"idle", "", false, "diagnostic: an agent that never acts (every task must score 0)"},
-        {"parallel", "j", true, "tasks at once (default 1)"},
+        {"parallel", "j", true,
+         "tasks at once (default 1); a local --model is loaded once and serves them together"},
         {"max-steps", "", true, "model calls per task (default: the task's, else 15)"},
         {"sleep-after-action", "", true, "seconds to wait after each step's actions (default 0)"},
         {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
@@ -136,12 +137,9 @@ int runRunCommand(int argc, char** argv) {
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
 
-    Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
-    if (!client) {
-        std::cerr << "iris eval run: " << client.status().message() << '\n';
-        return 3;
-    }
-    options.model = client->get();
+    Result<ModelChoice> model = modelChoiceFromArguments(*args);
+    if (!model) return usage(model.status().message());
+    options.model = *model;
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     return eval::runEvaluation(options, std::cout, std::cerr, &interrupts);

@@ -107,8 +107,8 @@ private:
 
 // results.json as a resumed run starts it: the earlier run's entries for this task set (none
 // for a new folder) under this run's settings. Fails when an existing file cannot be read.
-Result<RunResults> resumedResults(const EvalRunOptions& options,
-                                  const std::vector<TaskPlan>& plans) {
+Result<RunResults> resumedResults(const EvalRunOptions& options, const std::vector<TaskPlan>& plans,
+                                  const std::string& modelDescription) {
     RunResults results;
     if (Result<RunResults> previous = loadRunResults(options.out); previous) {
         results = std::move(*previous);
@@ -118,9 +118,9 @@ Result<RunResults> resumedResults(const EvalRunOptions& options,
     results.settings.actionFormat = options.actionFormat;
     results.settings.model = options.modelName;
     results.settings.modelDescription =
-        options.answers == AnswerSource::Model && options.model ? options.model->describe()
-        : options.answers == AnswerSource::Demonstrations       ? "the tasks' demonstrations"
-                                                                : "idle (diagnostic)";
+        options.answers == AnswerSource::Model            ? modelDescription
+        : options.answers == AnswerSource::Demonstrations ? "the tasks' demonstrations"
+                                                          : "idle (diagnostic)";
     results.settings.maxSteps = options.maxSteps;
     results.settings.sleepAfterActionS = options.sleepAfterActionS;
     results.settings.taskTimeoutS = options.taskTimeoutS;
@@ -198,51 +198,75 @@ int finishRun(Runner& runner, const EvalRunOptions& options, std::ostream& out, 
     return 0;
 }
 
-}  // namespace
-
-int runEvaluation(const EvalRunOptions& options, std::ostream& out, std::ostream& err,
-                  InterruptWatcher* interrupts) {
-    Result<std::vector<TaskPlan>> plans = planTasks(options);
-    if (!plans) {
-        err << "iris eval run: " << plans.status().message() << '\n';
-        return 3;
-    }
-    std::error_code error;
-    fs::create_directories(options.out, error);
-    if (error) {
-        err << "iris eval run: " << options.out.string() << ": " << error.message() << '\n';
-        return 3;
-    }
-    Result<RunResults> results = resumedResults(options, *plans);
-    if (!results) {
-        err << "iris eval run: " << results.status().message() << '\n';
-        return 3;
-    }
-    const std::vector<std::size_t> todo =
-        unfinishedTasks(options.out, plans->size(), [&](std::size_t i) {
-            const TaskPlan& plan = (*plans)[i];
-            return plan.task ? plan.resultDir : std::string();
-        });
-    recoverFinished(options.out, *plans, todo, *results);
-    const std::size_t skipped = plans->size() - todo.size();
-    out << "iris eval: " << plans->size() << " tasks in " << options.tasks.string();
+// Runs the tasks of `todo` on `lanes` workers and writes the summary.
+int runTasks(const EvalRunOptions& options, std::vector<TaskPlan> plans, RunResults results,
+             const std::vector<std::size_t>& todo, int lanes, std::ostream& out, std::ostream& err,
+             InterruptWatcher* interrupts) {
+    const std::size_t skipped = plans.size() - todo.size();
+    out << "iris eval: " << plans.size() << " tasks in " << options.tasks.string();
     if (skipped) out << ", " << skipped << " already finished in " << options.out.string();
     out << "; running " << todo.size() << (options.parallel > 1 ? " at a time of " : "")
         << (options.parallel > 1 ? std::to_string(options.parallel) : std::string()) << '\n';
     out.flush();
-    if (Status saved = saveRunResults(*results, options.out); !saved.isOk()) {
+    if (Status saved = saveRunResults(results, options.out); !saved.isOk()) {
         err << "iris eval run: " << saved.message() << '\n';
         return 3;
     }
 
     Progress progress(err, int(todo.size()), options.parallel, isatty(STDERR_FILENO) != 0);
     QObject anchor;
-    Runner runner(options, std::move(*plans), std::move(*results), todo, &anchor, progress);
+    Runner runner(options, std::move(plans), std::move(results), todo, &anchor, progress);
     if (interrupts) interrupts->onInterrupt([&runner] { runner.stop(); });
-    runWorkers(runner, std::max(1, std::min<int>(options.parallel, int(todo.size()))));
+    runWorkers(runner, lanes);
     if (interrupts) interrupts->onInterrupt({});
     progress.close();
     return finishRun(runner, options, out, err);
+}
+
+}  // namespace
+
+int runEvaluation(const EvalRunOptions& requested, std::ostream& out, std::ostream& err,
+                  InterruptWatcher* interrupts) {
+    Result<std::vector<TaskPlan>> plans = planTasks(requested);
+    if (!plans) {
+        err << "iris eval run: " << plans.status().message() << '\n';
+        return 3;
+    }
+    std::error_code error;
+    fs::create_directories(requested.out, error);
+    if (error) {
+        err << "iris eval run: " << requested.out.string() << ": " << error.message() << '\n';
+        return 3;
+    }
+    const std::vector<std::size_t> todo =
+        unfinishedTasks(requested.out, plans->size(), [&](std::size_t i) {
+            const TaskPlan& plan = (*plans)[i];
+            return plan.task ? plan.resultDir : std::string();
+        });
+    const int lanes = std::max(1, std::min<int>(requested.parallel, int(todo.size())));
+    EvalRunOptions options = requested;
+    options.model.parallel = lanes;
+    // Held for the whole run: the engine stays loaded between tasks (each task's client is a
+    // client of its scheduler), and a model that does not load fails the run before any task.
+    std::unique_ptr<agent::ModelClient> model;
+    if (options.answers == AnswerSource::Model) {
+        Result<std::unique_ptr<agent::ModelClient>> made = makeModelClient(options.model);
+        if (made && !*made) made = Status::invalidArgument("no model given");
+        if (!made) {
+            err << "iris eval run: " << made.status().message() << '\n';
+            return 3;
+        }
+        model = std::move(*made);
+    }
+    Result<RunResults> results =
+        resumedResults(options, *plans, model ? model->describe() : std::string());
+    if (!results) {
+        err << "iris eval run: " << results.status().message() << '\n';
+        return 3;
+    }
+    recoverFinished(options.out, *plans, todo, *results);
+    return runTasks(options, std::move(*plans), std::move(*results), todo, lanes, out, err,
+                    interrupts);
 }
 
 int validateTasks(const fs::path& tasks, bool allowCommands, bool allowNetwork, std::ostream& out) {

@@ -17,13 +17,13 @@
 #include <iosfwd>
 #include <string>
 
-#include "agent/clients/model_client.h"
 #include "app/cli/interrupt_watcher.h"
+#include "app/session/model_choice.h"
 
 namespace iris::app::eval {
 
 enum class AnswerSource {
-    Model,           // `model` answers every task (calls are serialised across workers)
+    Model,           // `model` answers every task, each with its own client
     Demonstrations,  // each task's "iris.demonstration" replayed through agent::ReplayClient
     Idle,            // a diagnostic agent that answers without any action (scores 0)
 };
@@ -32,7 +32,10 @@ struct EvalRunOptions {
     std::filesystem::path tasks;  // a task file or a folder (agent::eval::loadTaskDir)
     std::filesystem::path out;    // results folder; a second run with the same folder resumes
     AnswerSource answers = AnswerSource::Model;
-    agent::ModelClient* model = nullptr;     // AnswerSource::Model
+    // AnswerSource::Model. Each task gets its own client (makeModelClient), so N tasks ask the
+    // model at once: a local model is loaded once and serves them all from one scheduler whose
+    // pool holds a context per task running at once (the run sets model.parallel to that).
+    ModelChoice model;
     std::string modelName;                   // the result-layout folder name
     std::string actionFormat = "pyautogui";  // when neither the task nor its demonstration say
     int maxSteps = 0;                        // 0: the task's iris.max_steps, else 15
@@ -44,7 +47,8 @@ struct EvalRunOptions {
 };
 
 // Exit status: 0 when the run itself worked (whatever the scores), 3 when it could not run
-// (unreadable folder, results folder not writable) or was interrupted.
+// (unreadable folder, results folder not writable, a model that does not load) or was
+// interrupted.
 int runEvaluation(const EvalRunOptions& options, std::ostream& out, std::ostream& err,
                   InterruptWatcher* interrupts);
 

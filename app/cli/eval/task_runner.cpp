@@ -20,6 +20,7 @@
 #include "agent/recording/session_recorder.h"
 #include "agent/workspace/workspace.h"
 #include "app/cli/eval/eval_context.h"
+#include "app/session/model_choice.h"
 #include "app/session/session_plan.h"
 #include "base/temporary_folder.h"
 
@@ -30,31 +31,6 @@ namespace fs = std::filesystem;
 namespace ev = agent::eval;
 
 constexpr int kDefaultMaxSteps = 15;
-
-// Model calls from several workers go to one client one at a time: the local engine runs one
-// request at once, and a server's rate limits are the person's to raise with --parallel 1.
-class SerializedClient final : public agent::ModelClient {
-public:
-    explicit SerializedClient(agent::ModelClient& inner) : m_inner(inner) {}
-    Result<agent::ChatResponse> complete(const agent::ChatRequest& request,
-                                         const agent::TextStream& onText) override {
-        std::lock_guard lock(mutex());
-        return m_inner.complete(request, onText);
-    }
-    void cancel() override { m_inner.cancel(); }
-    std::string describe() const override { return m_inner.describe(); }
-    std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override {
-        return m_inner.imageSizeFor(width, height);
-    }
-
-    static std::mutex& mutex() {
-        static std::mutex shared;
-        return shared;
-    }
-
-private:
-    agent::ModelClient& m_inner;
-};
 
 // The diagnostic "do nothing" agent of --idle: answers without any action, so every step is a
 // parse complaint and the loop runs into its step limit. Every task must score 0 under it.
@@ -268,9 +244,14 @@ Result<TaskRunner::TaskAgent> TaskRunner::makeAgent(const TaskPlan& plan,
                                                  : kDefaultMaxSteps;
     out.loop.pauseAfterActionsMs = m_options.sleepAfterActionS * 1000.0;
     switch (m_options.answers) {
-        case AnswerSource::Model:
-            out.client = std::make_unique<SerializedClient>(*m_options.model);
+        case AnswerSource::Model: {
+            // The run holds a client of the same choice, so a local model is not loaded again:
+            // this is one more client of its scheduler.
+            Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(m_options.model);
+            if (!client) return client.status();
+            out.client = std::move(*client);
             break;
+        }
         case AnswerSource::Demonstrations:
             out.client = std::make_unique<agent::ReplayClient>(plan.demo->record);
             break;

@@ -392,8 +392,6 @@ std::optional<SessionPlan> MainWindow::planSession(const QString& instruction,
 
 void MainWindow::startWithConfiguredModel(SessionPlan plan) {
     const ModelChoice choice = modelChoiceOf(m_settings);
-    if (choice.backend == ModelChoice::Backend::LocalEngine)
-        return loadModelThenStart(std::move(plan), choice);
     if (choice.backend == ModelChoice::Backend::None) {
         if (!m_demo) {
             return m_agentPanel->showError(
@@ -406,13 +404,20 @@ void MainWindow::startWithConfiguredModel(SessionPlan plan) {
         return startSession(std::move(plan),
                             std::make_unique<agent::ReplayClient>(m_demo->demonstration));
     }
-    // A server: nothing to load.
-    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(choice);
-    if (!client) return showError(tr("Model"), QString::fromStdString(client.status().message()));
-    startSession(std::move(plan), std::move(*client));
+    // std::function needs a copyable callable: the plan travels in a shared_ptr.
+    auto shared = std::make_shared<SessionPlan>(std::move(plan));
+    withModelClient(choice, [this, shared](std::unique_ptr<agent::ModelClient> client) {
+        startSession(std::move(*shared), std::move(client));
+    });
 }
 
-void MainWindow::loadModelThenStart(SessionPlan plan, const ModelChoice& choice) {
+void MainWindow::withModelClient(const ModelChoice& choice, ClientStart start) {
+    if (choice.backend != ModelChoice::Backend::LocalEngine) {
+        Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(choice);
+        if (!client)
+            return showError(tr("Model"), QString::fromStdString(client.status().message()));
+        return start(std::move(*client));
+    }
     // Loading a model takes seconds: on a thread, then back here.
     statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
     m_loadingBar->setValue(0);
@@ -430,11 +435,12 @@ void MainWindow::loadModelThenStart(SessionPlan plan, const ModelChoice& choice)
             },
             Qt::QueuedConnection);
     };
-    auto shared = std::make_shared<SessionPlan>(std::move(plan));
-    std::thread([self, shared, choice, onLoadProgress] {
+    // The runner keeps the last session's client until the next one starts, so when the model is
+    // the same the registry hands out its engine again and nothing is loaded.
+    std::thread([self, choice, onLoadProgress, start] {
         auto loaded = std::make_shared<Result<std::unique_ptr<agent::ModelClient>>>(
             makeModelClient(choice, onLoadProgress));
-        QMetaObject::invokeMethod(qApp, [self, shared, loaded] {
+        QMetaObject::invokeMethod(qApp, [self, start, loaded] {
             MainWindow* window = self.data();
             if (window == nullptr) return;  // closed while the model loaded
             window->m_startAction->setEnabled(true);
@@ -443,7 +449,7 @@ void MainWindow::loadModelThenStart(SessionPlan plan, const ModelChoice& choice)
                 return window->showError(tr("Model"),
                                          QString::fromStdString(loaded->status().message()));
             }
-            window->startSession(std::move(*shared), std::move(**loaded));
+            start(std::move(**loaded));
         });
     }).detach();
 }
@@ -474,14 +480,17 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
         m_replayOf = session;
         return startSession(std::move(*plan), std::make_unique<agent::ReplayClient>(*recording));
     }
-    if (m_settings.backend != AppSettings::Backend::Endpoint) {
-        return showError(tr("Fork"), tr("Forking continues with a live model: configure an "
-                                        "endpoint in File \u25b8 Settings."));
+    const ModelChoice choice = modelChoiceOf(m_settings);
+    if (choice.backend == ModelChoice::Backend::None) {
+        return showError(tr("Fork"), tr("Forking continues with a live model: choose one in "
+                                        "File \u25b8 Settings."));
     }
-    Result<std::unique_ptr<agent::ModelClient>> live = makeModelClient(modelChoiceOf(m_settings));
-    if (!live) return showError(tr("Fork"), QString::fromStdString(live.status().message()));
-    startSession(std::move(*plan),
-                 std::make_unique<agent::ForkClient>(*recording, fromStep, std::move(*live)));
+    auto shared = std::make_shared<std::pair<SessionPlan, agent::SessionRecord>>(
+        std::move(*plan), std::move(*recording));
+    withModelClient(choice, [this, shared, fromStep](std::unique_ptr<agent::ModelClient> live) {
+        startSession(std::move(shared->first), std::make_unique<agent::ForkClient>(
+                                                   shared->second, fromStep, std::move(live)));
+    });
 }
 
 void MainWindow::startSession(SessionPlan plan, std::unique_ptr<agent::ModelClient> client) {

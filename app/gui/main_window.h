@@ -4,6 +4,7 @@
 // right, the session library on the left, run statistics in the status bar. Lives on the GUI
 // thread; the agent runs on an AgentRunner's worker.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -66,7 +67,8 @@ private:
     void onOpenProject();
     void onOpenUrl();
     // Runs a recorded session again (fromStep < 0) or forks it: its first `fromStep` answers
-    // replayed, then the configured endpoint continues. A new session either way.
+    // replayed, then the configured model (a server or the local engine) continues. A new
+    // session either way.
     void replaySession(qint64 session, int fromStep);
 
     // Starts a session on the current environment with `client`; takes over the live view.
@@ -76,10 +78,13 @@ private:
     // showing why there is none.
     std::optional<SessionPlan> planSession(const QString& instruction, const QString& targetPath);
     // Starts `plan` with the model the settings choose: a server at once, the demonstration when
-    // the demo runs without a model, a local model once loadModelThenStart has loaded it.
+    // the demo runs without a model, a local model once withModelClient has loaded it.
     void startWithConfiguredModel(SessionPlan plan);
-    // Loads the local model on a thread (the loading bar shows its progress), then starts.
-    void loadModelThenStart(SessionPlan plan, const ModelChoice& choice);
+    // Calls `start` with a client of the model `choice` names: at once for a server; for the
+    // local engine once it is loaded, on a thread (the loading bar shows its progress; a model
+    // already loaded comes at once). Errors are shown, and `start` is not called.
+    using ClientStart = std::function<void(std::unique_ptr<agent::ModelClient>)>;
+    void withModelClient(const ModelChoice& choice, ClientStart start);
     void onStep(const StepView& step);
     void onFinished(const RunOutcome& outcome);
     // Compares a finished replay's screenshots with the recording's, off the GUI thread, and

@@ -23,6 +23,7 @@
 #include "app/gui/agent_panel.h"
 #include "app/gui/agent_runner.h"
 #include "app/gui/session_library.h"
+#include "app/session/model_choice.h"
 #include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
@@ -202,6 +203,14 @@ TEST(MainWindow, LoadingBarFillsAsTheModelLoads) {
     // The tiny model cannot see screenshots: the session ends on its own.
     window.runner()->stop();
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.runner()->isRunning(); }, 60000));
+
+    // The model stays loaded for the next session or fork (the runner keeps the last session's
+    // client): the registry has it, so asking for the same choice loads nothing (no progress).
+    bool loadedAgain = false;
+    Result<std::shared_ptr<inference::Scheduler>> kept =
+        sharedScheduler(modelChoiceOf(settings), [&](double) { loadedAgain = true; });
+    ASSERT_TRUE(kept) << kept.status().message();
+    EXPECT_FALSE(loadedAgain);
 }
 
 TEST(MainWindow, QuitClosesTheWindow) {

@@ -65,8 +65,8 @@ void readWeightsIn(const GgufFile& file, LoadProgress& progress) {
     progress.add(0, true);
 }
 
-// Cuts `text` before the first stop string that the bytes from `before` on complete; whether
-// one did. Searches only where a new match can be: from the last stop.size() - 1 old bytes on.
+}  // namespace
+
 bool cutAtStopString(std::string& text, std::size_t before, std::span<const std::string> stops) {
     bool stopped = false;
     for (const std::string& stop : stops) {
@@ -80,7 +80,19 @@ bool cutAtStopString(std::string& text, std::size_t before, std::span<const std:
     return stopped;
 }
 
-}  // namespace
+std::size_t stopStringHoldback(std::string_view text, std::span<const std::string> stops) {
+    std::size_t held = 0;
+    for (const std::string& stop : stops) {
+        if (stop.empty()) continue;
+        for (std::size_t k = std::min(stop.size() - 1, text.size()); k > held; --k) {
+            if (text.ends_with(std::string_view(stop).substr(0, k))) {
+                held = k;
+                break;
+            }
+        }
+    }
+    return held;
+}
 
 const char* stopReasonName(StopReason reason) {
     switch (reason) {
@@ -317,7 +329,7 @@ void Session::truncate(std::size_t length) {
 
 // Runs `items` after the session's slots through the model in prefill chunks; logits of the last.
 // positions[i] is item i's rotary position; embeddings[i] its injected vector (image tokens).
-Status Session::feed(std::span<const Item> items, std::span<const TokenPosition> positions,
+Status Session::feed(std::span<const SlotItem> items, std::span<const TokenPosition> positions,
                      std::span<const std::int32_t> nextPositions,
                      std::span<const float* const> embeddings, std::vector<float>& logits) {
     KvCache& cache = *m_engine.m_cache;
@@ -331,7 +343,7 @@ Status Session::feed(std::span<const Item> items, std::span<const TokenPosition>
         batch.clear();
         for (std::size_t i = begin; i < end; ++i) {
             TokenInput in;
-            in.token = items[i].imageToken >= 0 ? 0 : items[i].token;
+            in.token = items[i].isImage() ? 0 : items[i].token;
             in.sequence = m_sequence;
             in.slot = first + std::int64_t(i - begin);
             in.position = positions[i];
@@ -346,7 +358,7 @@ Status Session::feed(std::span<const Item> items, std::span<const TokenPosition>
         }
         for (std::size_t i = begin; i < end; ++i) {
             m_items.push_back(items[i]);
-            m_tokens.push_back(items[i].imageToken >= 0 ? -1 : items[i].token);
+            m_tokens.push_back(items[i].isImage() ? -1 : items[i].token);
             m_positions.push_back(positions[i]);
             m_nextPositions.push_back(m_nextPosition = nextPositions[i]);
         }
@@ -354,9 +366,18 @@ Status Session::feed(std::span<const Item> items, std::span<const TokenPosition>
     return {};
 }
 
-Status Session::checkRequest(const GenerateRequest& request) const {
+Status Engine::checkRequest(const GenerateRequest& request) const {
     if (request.prompt.empty() && request.images.empty())
         return Status::invalidArgument("empty prompt");
+    const std::int64_t vocabulary = m_model->config().vocabSize;
+    for (std::size_t i = 0; i < request.prompt.size(); ++i) {
+        if (request.prompt[i] < 0 || request.prompt[i] >= vocabulary) {
+            return Status::invalidArgument("prompt token " + std::to_string(i) + " is " +
+                                           std::to_string(request.prompt[i]) +
+                                           ", outside the vocabulary of " +
+                                           std::to_string(vocabulary));
+        }
+    }
     for (std::size_t j = 0; j < request.images.size(); ++j) {
         const PromptImage& image = request.images[j];
         if (image.image == nullptr)
@@ -368,48 +389,16 @@ Status Session::checkRequest(const GenerateRequest& request) const {
                                            ", out of order or past the prompt's " +
                                            std::to_string(request.prompt.size()) + " tokens");
         }
-        if (!m_engine.hasVision()) {
+        if (!hasVision()) {
             return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
         }
     }
     return {};
 }
 
-Session::PromptSlots Session::layOut(const GenerateRequest& request) const {
-    const bool mrope = m_engine.m_model->config().multimodalRope;
-    PromptSlots out;
-    out.items.reserve(request.prompt.size());
-    std::int32_t running = 0;
-    std::size_t nextImage = 0;
-    for (std::size_t i = 0; i <= request.prompt.size(); ++i) {
-        for (; nextImage < request.images.size() && request.images[nextImage].offset == i;
-             ++nextImage) {
-            const ImagePatches& image = *request.images[nextImage].image;
-            const std::int64_t mergedH = image.gridH / std::max(1, image.mergeSize),
-                               mergedW = image.gridW / std::max(1, image.mergeSize);
-            const std::int32_t after =
-                appendImagePositions(running, mergedH, mergedW, mrope, out.positions);
-            for (std::int64_t k = 0; k < mergedH * mergedW; ++k) {
-                out.items.push_back({-1, std::int32_t(k), image.hash});
-                out.imageOf.push_back(std::int32_t(nextImage));
-                // Inside an image the running position stays at its start until the last token.
-                out.nextPositions.push_back(k + 1 == mergedH * mergedW ? after : running);
-            }
-            out.imageTokens += mergedH * mergedW;
-            running = after;
-        }
-        if (i == request.prompt.size()) break;
-        out.items.push_back({request.prompt[i], -1, {}});
-        out.positions.push_back(textPosition(running));
-        out.imageOf.push_back(-1);
-        out.nextPositions.push_back(++running);
-    }
-    return out;
-}
-
 // Keeps the K/V of the longest shared prefix (images compared by hash); at least the last
 // prompt item is run again so that there are logits to sample from. Returns the prefix length.
-std::size_t Session::reusePrefix(std::span<const Item> items) {
+std::size_t Session::reusePrefix(std::span<const SlotItem> items) {
     std::size_t shared = 0;
     while (shared < m_items.size() && shared + 1 < items.size() && m_items[shared] == items[shared])
         ++shared;
@@ -482,7 +471,7 @@ Status Session::decode(const GenerateRequest& request, std::vector<float>& logit
             result.stop = StopReason::ContextFull;
             break;
         }
-        const Item next[] = {{token, -1, {}}};
+        const SlotItem next[] = {{token, -1, {}}};
         const TokenPosition position[] = {textPosition(m_nextPosition)};
         const float* const noEmbedding[] = {nullptr};
         const std::int32_t after[] = {m_nextPosition + 1};
@@ -494,8 +483,9 @@ Status Session::decode(const GenerateRequest& request, std::vector<float>& logit
 }
 
 Result<GenerateResult> Session::generate(const GenerateRequest& request) {
-    IRIS_RETURN_IF_ERROR(checkRequest(request));
-    const PromptSlots prompt = layOut(request);
+    IRIS_RETURN_IF_ERROR(m_engine.checkRequest(request));
+    const PromptSlots prompt = layOutPrompt(request.prompt, request.images,
+                                            m_engine.m_model->config().multimodalRope);
     GenerateResult result;
     result.imageTokens = prompt.imageTokens;
     result.promptTokens = std::int64_t(prompt.items.size());

@@ -32,6 +32,7 @@
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
 #include "inference/models/model.h"
+#include "inference/prompt_layout.h"
 #include "inference/sampler.h"
 #include "base/sha256.h"
 #include "base/status.h"
@@ -78,15 +79,12 @@ struct EngineOptions {
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Cancelled };
 const char* stopReasonName(StopReason reason);
 
-// An image in a prompt: its tokens go before prompt[offset] (offset == prompt.size(): at the
-// end). The caller writes the tokens around it (VisionConfig::imageBegin and imageEnd:
-// <|vision_start|> and <|vision_end|> for Qwen2-VL, ]<]start of image[>[ and ]<]end of image[>[
-// for MiniMax-M3; for a templated prompt the template writes them and
-// Engine::splitAtPlaceholders puts the image between).
-struct PromptImage {
-    std::size_t offset = 0;
-    std::shared_ptr<const ImagePatches> image;  // from Engine::prepareImage
-};
+// Cuts `text` before the first stop string that the bytes from `before` on complete; whether
+// one did. Searches only where a new match can be: from the last stop.size() - 1 old bytes on.
+bool cutAtStopString(std::string& text, std::size_t before, std::span<const std::string> stops);
+// How many bytes at the end of `text` could still become the start of a stop string: a stream
+// holds them back until the next token decides.
+std::size_t stopStringHoldback(std::string_view text, std::span<const std::string> stops);
 
 struct GenerateRequest {
     std::vector<std::int32_t> prompt;  // the whole conversation so far, as token ids
@@ -133,25 +131,6 @@ public:
 
 private:
     friend class Engine;
-    // What sits in one KV slot: a text token, or token `imageToken` of the image with `hash`.
-    struct Item {
-        std::int32_t token = -1;
-        std::int32_t imageToken = -1;
-        Sha256Digest hash{};
-        bool operator==(const Item& other) const {
-            return token == other.token && imageToken == other.imageToken &&
-                   (imageToken < 0 || hash == other.hash);
-        }
-    };
-    // A prompt laid out as KV slots: its items, their rotary positions, the running position
-    // after each, and the request image each image token comes from (-1 for text).
-    struct PromptSlots {
-        std::vector<Item> items;
-        std::vector<TokenPosition> positions;
-        std::vector<std::int32_t> nextPositions;
-        std::vector<std::int32_t> imageOf;
-        std::int64_t imageTokens = 0;
-    };
     // What a prefill injects in place of token embeddings: one pointer per slot (null for
     // text), into the images' embeddings, which `held` keeps alive.
     struct InjectedEmbeddings {
@@ -159,15 +138,13 @@ private:
         std::vector<const float*> perSlot;
     };
     Session(Engine& engine, SequenceId sequence) : m_engine(engine), m_sequence(sequence) {}
-    // The phases of generate(), in order.
-    Status checkRequest(const GenerateRequest& request) const;
-    PromptSlots layOut(const GenerateRequest& request) const;
-    std::size_t reusePrefix(std::span<const Item> items);
+    // The phases of generate(), in order (Engine::checkRequest first).
+    std::size_t reusePrefix(std::span<const SlotItem> items);
     Status embedImages(const GenerateRequest& request, const PromptSlots& prompt, std::size_t from,
                        InjectedEmbeddings& out, GenerateResult& result);
     Status decode(const GenerateRequest& request, std::vector<float>& logits,
                   GenerateResult& result);
-    Status feed(std::span<const Item> items, std::span<const TokenPosition> positions,
+    Status feed(std::span<const SlotItem> items, std::span<const TokenPosition> positions,
                 std::span<const std::int32_t> nextPositions,
                 std::span<const float* const> embeddings, std::vector<float>& logits);
     void truncate(std::size_t length);
@@ -175,7 +152,7 @@ private:
     Engine& m_engine;
     SequenceId m_sequence;
     std::vector<std::int32_t> m_tokens;
-    std::vector<Item> m_items;
+    std::vector<SlotItem> m_items;
     std::vector<TokenPosition> m_positions;
     std::vector<std::int32_t> m_nextPositions;  // running position after each slot
     std::int32_t m_nextPosition = 0;
@@ -196,6 +173,11 @@ public:
 
     // A new, empty conversation. OutOfRange when maxSessions are already open.
     Result<std::unique_ptr<Session>> newSession();
+
+    // The checks every generation makes before it starts: InvalidArgument for an empty prompt,
+    // a token id outside the vocabulary, an image out of order or past the prompt;
+    // Unsupported for images when no projector is loaded.
+    Status checkRequest(const GenerateRequest& request) const;
 
     // Whether images can be given (a projector is loaded), and its tower.
     bool hasVision() const { return m_vision != nullptr; }

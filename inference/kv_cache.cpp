@@ -37,6 +37,9 @@ Result<KvCache> KvCache::create(const KvCacheOptions& options) {
                                                  indexLayers * cache.indexBlockBytes());
     cache.m_storage.resize(std::size_t(bytes));
     cache.m_refCount.assign(std::size_t(options.blocks), 0);
+    cache.m_name.assign(std::size_t(options.blocks), Sha256Digest{});
+    cache.m_named.assign(std::size_t(options.blocks), false);
+    cache.m_released.assign(std::size_t(options.blocks), 0);
     cache.m_freeList.reserve(std::size_t(options.blocks));
     for (std::int64_t b = options.blocks - 1; b >= 0; --b)
         cache.m_freeList.push_back(std::int32_t(b));
@@ -138,15 +141,65 @@ std::span<const std::int32_t> KvCache::blockTable(SequenceId sequence) const {
     return m_sequences[std::size_t(sequence)].blocks;
 }
 
+// A free block, else the cached block released longest ago (evicted: it loses its name).
 std::int32_t KvCache::takeBlock() {
-    const std::int32_t b = m_freeList.back();
-    m_freeList.pop_back();
+    std::int32_t b;
+    if (!m_freeList.empty()) {
+        b = m_freeList.back();
+        m_freeList.pop_back();
+    } else {
+        assert(!m_idle.empty());
+        b = m_idle.begin()->second;
+        m_idle.erase(m_idle.begin());
+        unname(b);
+        ++m_evictions;
+    }
     m_refCount[std::size_t(b)] = 1;
     return b;
 }
 
 void KvCache::dropBlock(std::int32_t block) {
-    if (--m_refCount[std::size_t(block)] == 0) m_freeList.push_back(block);
+    const auto b = std::size_t(block);
+    if (--m_refCount[b] != 0) return;
+    if (m_named[b]) {
+        m_released[b] = ++m_clock;
+        m_idle.emplace(m_released[b], block);
+    } else {
+        m_freeList.push_back(block);
+    }
+}
+
+void KvCache::unname(std::int32_t block) {
+    const auto b = std::size_t(block);
+    if (!m_named[b]) return;
+    m_byName.erase(m_name[b]);
+    m_named[b] = false;
+}
+
+void KvCache::nameBlock(SequenceId sequence, std::size_t index, const Sha256Digest& name) {
+    const Sequence& s = m_sequences[std::size_t(sequence)];
+    assert(index < s.blocks.size() &&
+           std::int64_t(index + 1) * m_options.blockSize <= s.length && "a full block");
+    const std::int32_t block = s.blocks[index];
+    if (m_named[std::size_t(block)] || m_byName.contains(name)) return;
+    m_byName.emplace(name, block);
+    m_name[std::size_t(block)] = name;
+    m_named[std::size_t(block)] = true;
+}
+
+std::int32_t KvCache::findBlock(const Sha256Digest& name) const {
+    const auto found = m_byName.find(name);
+    return found == m_byName.end() ? -1 : found->second;
+}
+
+void KvCache::appendCached(SequenceId sequence, std::int32_t block) {
+    Sequence& s = m_sequences[std::size_t(sequence)];
+    assert(m_named[std::size_t(block)] &&
+           s.length == std::int64_t(s.blocks.size()) * m_options.blockSize);
+    if (m_refCount[std::size_t(block)]++ == 0)
+        m_idle.erase({m_released[std::size_t(block)], block});
+    s.blocks.push_back(block);
+    s.length += m_options.blockSize;
 }
 
 Status KvCache::extend(SequenceId sequence, std::int64_t newLength) {
@@ -164,6 +217,8 @@ Status KvCache::extend(SequenceId sequence, std::int64_t newLength) {
                                   std::to_string(freeBlocks()) + " free (raise the context size)");
     }
     if (copyLast) makePrivate(s, s.blocks.size() - 1);
+    // A named block written again (after a truncate into it) no longer holds what it is named.
+    if (s.length % m_options.blockSize != 0) unname(s.blocks.back());
     for (std::int64_t i = 0; i < missing; ++i)
         s.blocks.push_back(takeBlock());
     s.length = newLength;

@@ -8,15 +8,27 @@
 // Models with MiniMax sparse attention also keep one f32 indexer key per token on their sparse
 // layers ([block][row][indexerDim], same block ids), so forks, copy on write and truncation
 // treat it like K and V; the selection blocks must line up with the pages.
+//
+// Prefix cache: a full block can be given a content name (Scheduler: a hash chain over the
+// tokens, images and positions it holds after its prefix). A named block that no sequence holds
+// any more is not freed but kept, least recently released first out, until the pool needs the
+// room; findBlock() and appendCached() let a new sequence take it by name. A named block is
+// never written again: a sequence that writes into it (after a truncate) copies or unnames it.
+//
 // Not thread-safe: the engine's scheduler thread owns it; forward passes read and write
 // reserved slots from the compute threads.
 
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
 #include <span>
 #include <vector>
 
+#include "base/sha256.h"
 #include "base/status.h"
 #include "kernels/tensor_type.h"
 
@@ -48,7 +60,15 @@ public:
     static Result<KvCache> create(const KvCacheOptions& options);
 
     const KvCacheOptions& options() const { return m_options; }
-    std::int64_t freeBlocks() const { return std::int64_t(m_freeList.size()); }
+    // Blocks a sequence can get now: free ones plus cached ones no sequence holds (evicted on
+    // demand).
+    std::int64_t freeBlocks() const { return std::int64_t(m_freeList.size() + m_idle.size()); }
+    // Named blocks that no sequence holds: kept for their content.
+    std::int64_t cachedBlocks() const { return std::int64_t(m_idle.size()); }
+    // Blocks some sequence holds.
+    std::int64_t usedBlocks() const { return m_options.blocks - freeBlocks(); }
+    // Cached blocks given to other content since create().
+    std::int64_t evictions() const { return m_evictions; }
     std::size_t bytes() const { return m_storage.size(); }
 
     SequenceId newSequence();
@@ -66,6 +86,16 @@ public:
     void truncate(SequenceId sequence, std::int64_t length);
 
     std::span<const std::int32_t> blockTable(SequenceId sequence) const;
+
+    // ---- prefix cache ----
+    // Names block `index` of `sequence`, which must be full and written. Nothing happens when
+    // another block has the name already (the first keeps it) or the block has a name.
+    void nameBlock(SequenceId sequence, std::size_t index, const Sha256Digest& name);
+    // The block with `name`, or -1.
+    std::int32_t findBlock(const Sha256Digest& name) const;
+    // Appends the named `block` (from findBlock) to `sequence`, whose length must be a whole
+    // number of blocks, and grows its length by a block; the block is shared, read-only.
+    void appendCached(SequenceId sequence, std::int32_t block);
 
     // Where token `position` of `sequence` keeps its K (or V) for `layer`: kvHeads * headDim
     // elements. Only positions made room for by the last extend() may be written. Pure
@@ -102,11 +132,29 @@ private:
     void makePrivate(Sequence& sequence, std::size_t index);  // copy a shared block
     void* slot(int layer, bool value, SequenceId sequence, std::int64_t position);
 
+    void unname(std::int32_t block);
+    struct NameHash {
+        std::size_t operator()(const Sha256Digest& name) const {
+            std::size_t h;
+            std::memcpy(&h, name.data(), sizeof h);  // already uniformly distributed
+            return h;
+        }
+    };
+
     KvCacheOptions m_options;
     std::vector<std::byte> m_storage;
     std::vector<std::int32_t> m_refCount;
     std::vector<std::int32_t> m_freeList;
     std::vector<Sequence> m_sequences;
+    // Prefix cache: each block's name (when m_named), the block of each name, and the named
+    // blocks no sequence holds by release time (m_released[block]), oldest first.
+    std::vector<Sha256Digest> m_name;
+    std::vector<bool> m_named;
+    std::unordered_map<Sha256Digest, std::int32_t, NameHash> m_byName;
+    std::vector<std::uint64_t> m_released;
+    std::set<std::pair<std::uint64_t, std::int32_t>> m_idle;
+    std::uint64_t m_clock = 0;
+    std::int64_t m_evictions = 0;
 };
 
 }  // namespace iris::inference

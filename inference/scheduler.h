@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,14 +157,20 @@ private:
     struct Sequence;
     Scheduler(std::unique_ptr<Engine> engine, SchedulerOptions options);
     void loop();
-    // One step's phases (scheduler.cpp).
-    void takeSubmissions();
+    // The scheduler thread's phases (scheduler.cpp).
     void dropCancelled();
     void admit();
-    bool planBatch(std::vector<TokenInput>& batch, std::vector<Sequence*>& members);
-    void runBatch(std::vector<TokenInput>& batch, std::vector<Sequence*>& members);
-    void finish(Sequence& sequence, Result<GenerateResult> result);
-    void preempt(Sequence& victim);
+    Result<bool> place(Sequence& sequence);
+    Status embedImages(Sequence& sequence);
+    std::int64_t step();
+    void preemptLatest();
+    void appendInputs(const Sequence& sequence, std::int64_t n,
+                      std::vector<TokenInput>& batch) const;
+    void publishBlocks(Sequence& sequence);
+    void takeLogits(Sequence& sequence, std::span<const float> logits);
+    void endFinished();
+    void finish(Sequence& sequence, const Status& failure);
+    void publishStats(std::int64_t generated);
 
     std::unique_ptr<Engine> m_engine;
     SchedulerOptions m_options;
@@ -176,7 +183,7 @@ private:
 
     // The scheduler thread's own state.
     std::deque<std::unique_ptr<Sequence>> m_waiting;
-    std::vector<std::unique_ptr<Sequence>> m_running;  // in admission order
+    std::deque<std::unique_ptr<Sequence>> m_running;  // in admission order
     std::vector<float> m_logits;
     std::thread m_thread;
 };

@@ -1,0 +1,539 @@
+#include "inference/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "base/clock.h"
+
+namespace iris::inference {
+
+// ---- GenerationHandle -------------------------------------------------------------------------
+
+GenerationHandle::Poll GenerationHandle::next(TokenEvent& event, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(m_mutex);
+    m_changed.wait_for(lock, timeout, [&] { return !m_events.empty() || m_result.has_value(); });
+    if (!m_events.empty()) {
+        event = std::move(m_events.front());
+        m_events.pop_front();
+        return Poll::Token;
+    }
+    return m_result ? Poll::Finished : Poll::Timeout;
+}
+
+void GenerationHandle::cancel() {
+    std::lock_guard lock(m_mutex);
+    m_cancelled = true;
+}
+
+bool GenerationHandle::cancelled() const {
+    std::lock_guard lock(m_mutex);
+    return m_cancelled;
+}
+
+Result<GenerateResult> GenerationHandle::result() {
+    std::unique_lock lock(m_mutex);
+    m_changed.wait(lock, [&] { return m_result.has_value(); });
+    return *m_result;
+}
+
+std::optional<double> GenerationHandle::timeToFirstToken() const {
+    std::lock_guard lock(m_mutex);
+    return m_firstToken;
+}
+
+void GenerationHandle::push(TokenEvent event) {
+    {
+        std::lock_guard lock(m_mutex);
+        if (!m_firstToken) m_firstToken = secondsSince(m_submitted);
+        m_events.push_back(std::move(event));
+    }
+    m_changed.notify_all();
+}
+
+void GenerationHandle::finish(Result<GenerateResult> result) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_result = std::move(result);
+    }
+    m_changed.notify_all();
+}
+
+// ---- Scheduler::Sequence ----------------------------------------------------------------------
+
+// A request as the scheduler thread carries it. Its slots are the prompt's, then one per token
+// generated; the first `computed` have K/V in the cache (in sequence `kv`), the rest wait to be
+// fed. While decoding exactly one waits: the token sampled last.
+struct Scheduler::Sequence {
+    Sequence(std::shared_ptr<GenerationHandle> h, GenerateRequest r, PromptSlots p,
+             const Tokenizer& tokenizer)
+        : handle(std::move(h)),
+          request(std::move(r)),
+          promptSlots(std::int64_t(p.items.size())),
+          slots(std::move(p)),
+          sampler(request.sampling),
+          decoder(tokenizer),
+          history(request.prompt) {}
+
+    std::shared_ptr<GenerationHandle> handle;
+    GenerateRequest request;
+    std::int64_t promptSlots;
+    PromptSlots slots;  // grows by the generated tokens (imageOf -1)
+    Sampler sampler;
+    TokenDecoder decoder;
+    std::vector<std::int32_t> history;  // prompt and generated tokens, for the penalties
+    GenerateResult result;
+    std::size_t streamed = 0;  // bytes of result.text sent as events
+
+    SequenceId kv = -1;         // -1 while it holds no KV (waiting)
+    std::int64_t computed = 0;  // slots with K/V in the cache
+    std::vector<Sha256Digest> blockNames;  // of the full blocks computed so far, in order
+    std::vector<std::shared_ptr<const std::vector<float>>> images;  // per request image
+    std::size_t published = 0;  // of blockNames, those named in the cache
+    bool everAdmitted = false;
+    Clock::time_point admittedAt;
+    std::optional<Clock::time_point> firstLogits;
+    bool done = false;         // a stop condition holds
+    Status failure;            // the step that ran it failed
+
+    std::int64_t pending() const { return std::int64_t(slots.items.size()) - computed; }
+    bool decoding() const { return computed >= promptSlots; }
+};
+
+// ---- Scheduler --------------------------------------------------------------------------------
+
+Scheduler::Scheduler(std::unique_ptr<Engine> engine, SchedulerOptions options)
+    : m_engine(std::move(engine)), m_options(options) {}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engine,
+                                                    SchedulerOptions options) {
+    if (engine == nullptr) return Status::invalidArgument("no engine");
+    if (options.maxRunning <= 0) options.maxRunning = engine->options().maxSessions;
+    if (options.stepTokens <= 0) options.stepTokens = engine->options().prefillChunk;
+    options.stepTokens = std::max<std::int64_t>(options.stepTokens, options.maxRunning);
+    if (options.maxWaiting < 0) return Status::invalidArgument("maxWaiting must not be negative");
+    const KvCache& cache = engine->cache();
+    const std::int64_t blockSize = cache.options().blockSize;
+    const std::int64_t contextBlocks = (engine->options().contextSize + blockSize - 1) / blockSize;
+    if (cache.options().blocks < contextBlocks + 1) {
+        return Status::invalidArgument("the KV pool of " + std::to_string(cache.options().blocks) +
+                                       " blocks cannot hold one context of " +
+                                       std::to_string(engine->options().contextSize) + " tokens");
+    }
+    std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(engine), options));
+    {
+        std::lock_guard lock(scheduler->m_mutex);
+        scheduler->m_stats.kvBlocks = cache.options().blocks;
+    }
+    scheduler->m_thread = std::thread([s = scheduler.get()] { s->loop(); });
+    return scheduler;
+}
+
+Scheduler::~Scheduler() {
+    shutdown();
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void Scheduler::shutdown() {
+    {
+        std::lock_guard lock(m_mutex);
+        m_stopping = true;
+    }
+    m_wake.notify_all();
+}
+
+SchedulerStats Scheduler::stats() const {
+    std::lock_guard lock(m_mutex);
+    return m_stats;
+}
+
+Result<std::shared_ptr<GenerationHandle>> Scheduler::submit(GenerateRequest request) {
+    IRIS_RETURN_IF_ERROR(m_engine->checkRequest(request));
+    PromptSlots slots =
+        layOutPrompt(request.prompt, request.images, m_engine->model().config().multimodalRope);
+    const auto promptTokens = std::int64_t(slots.items.size());
+    const std::int64_t context = m_engine->options().contextSize;
+    if (promptTokens > context) {
+        return Status::outOfRange("the prompt has " + std::to_string(promptTokens) +
+                                  " tokens, more than the context of " + std::to_string(context));
+    }
+    auto handle = std::make_shared<GenerationHandle>();
+    auto sequence = std::make_unique<Sequence>(handle, std::move(request), std::move(slots),
+                                               m_engine->tokenizer());
+    sequence->request.onToken = nullptr;  // tokens go to the handle
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping) return Status::unavailable("the engine is shutting down");
+        const int queued = m_stats.waiting + int(m_submitted.size());
+        if (queued >= m_options.maxWaiting) {
+            return Status::unavailable(std::to_string(queued) +
+                                       " requests are waiting already; try again later");
+        }
+        ++m_stats.requests;
+        m_submitted.push_back(std::move(sequence));
+    }
+    m_wake.notify_all();
+    return handle;
+}
+
+
+Result<GenerateResult> Scheduler::generate(const GenerateRequest& request,
+                                           const std::atomic<bool>* cancel) {
+    Result<std::shared_ptr<GenerationHandle>> submitted = submit(request);
+    if (!submitted) return submitted.status();
+    GenerationHandle& handle = **submitted;
+    TokenEvent event;
+    for (;;) {
+        switch (handle.next(event, std::chrono::milliseconds(20))) {
+            case GenerationHandle::Poll::Token:
+                if (request.onToken && !request.onToken(event.token, event.text)) handle.cancel();
+                break;
+            case GenerationHandle::Poll::Finished:
+                return handle.result();
+            case GenerationHandle::Poll::Timeout:
+                break;
+        }
+        if (cancel != nullptr && cancel->load()) handle.cancel();
+    }
+}
+
+// ---- the scheduler thread ---------------------------------------------------------------------
+
+void Scheduler::loop() {
+    for (;;) {
+        bool stopping = false;
+        {
+            std::unique_lock lock(m_mutex);
+            m_wake.wait(lock, [&] {
+                return m_stopping || !m_submitted.empty() || !m_running.empty() ||
+                       !m_waiting.empty();
+            });
+            for (std::unique_ptr<Sequence>& sequence : m_submitted)
+                m_waiting.push_back(std::move(sequence));
+            m_submitted.clear();
+            stopping = m_stopping;
+        }
+        if (stopping) {
+            for (auto* queue : {&m_running, &m_waiting}) {
+                for (const std::unique_ptr<Sequence>& sequence : *queue)
+                    sequence->handle->cancel();
+            }
+        }
+        dropCancelled();
+        if (stopping) {
+            publishStats(0);
+            return;
+        }
+        admit();
+        publishStats(step());
+    }
+}
+
+void Scheduler::publishStats(std::int64_t generated) {
+    const KvCache& cache = m_engine->cache();
+    std::lock_guard lock(m_mutex);
+    m_stats.generatedTokens += generated;
+    m_stats.evictions = cache.evictions();
+    m_stats.kvBlocksUsed = cache.usedBlocks();
+    m_stats.kvBlocksCached = cache.cachedBlocks();
+    m_stats.waiting = int(m_waiting.size());
+    m_stats.running = int(m_running.size());
+}
+
+// Requests whose clients cancelled end now, with what they have.
+void Scheduler::dropCancelled() {
+    for (auto* queue : {&m_running, &m_waiting}) {
+        for (std::size_t i = 0; i < queue->size();) {
+            if (!(*queue)[i]->handle->cancelled()) {
+                ++i;
+                continue;
+            }
+            std::unique_ptr<Sequence> sequence = std::move((*queue)[i]);
+            queue->erase(queue->begin() + std::ptrdiff_t(i));
+            sequence->result.stop = StopReason::Cancelled;
+            finish(*sequence, Status::ok());
+        }
+    }
+}
+
+// Admits waiting requests, first come first served, while there are running places and (unless
+// nothing runs) KV room for the rest of the prompt.
+void Scheduler::admit() {
+    while (!m_waiting.empty() && int(m_running.size()) < m_options.maxRunning) {
+        Sequence& sequence = *m_waiting.front();
+        const Result<bool> placed = place(sequence);
+        if (placed && !*placed) return;  // no room yet: it stays first in line
+        std::unique_ptr<Sequence> taken = std::move(m_waiting.front());
+        m_waiting.pop_front();
+        if (!placed) {
+            finish(*taken, placed.status());
+            continue;
+        }
+        m_running.push_back(std::move(taken));
+    }
+}
+
+// Gives `sequence` a KV sequence with the longest cached prefix of its slots, and the
+// embeddings of the images it still has to read. False when the rest does not fit now.
+Result<bool> Scheduler::place(Sequence& sequence) {
+    KvCache& cache = m_engine->cache();
+    const std::int64_t blockSize = cache.options().blockSize;
+    const std::vector<SlotItem>& items = sequence.slots.items;
+    sequence.kv = cache.newSequence();
+    // Whole blocks only, and never the last slot: its logits are needed.
+    const std::size_t reusable = std::size_t((std::int64_t(items.size()) - 1) / blockSize);
+    std::size_t matched = 0;
+    for (; m_options.prefixCache && matched < reusable; ++matched) {
+        if (matched == sequence.blockNames.size()) {
+            const std::size_t first = matched * std::size_t(blockSize);
+            sequence.blockNames.push_back(
+                blockName(matched == 0 ? Sha256Digest{} : sequence.blockNames[matched - 1],
+                          std::span(items).subspan(first, std::size_t(blockSize)),
+                          std::span(sequence.slots.positions).subspan(first, std::size_t(blockSize))));
+        }
+        const std::int32_t block = cache.findBlock(sequence.blockNames[matched]);
+        if (block < 0) break;
+        cache.appendCached(sequence.kv, block);
+    }
+    const std::int64_t needed =
+        (std::int64_t(items.size()) + blockSize - 1) / blockSize - std::int64_t(matched);
+    if (needed > cache.freeBlocks() && !m_running.empty()) {
+        cache.release(sequence.kv);
+        sequence.kv = -1;
+        return false;
+    }
+    sequence.computed = std::int64_t(matched) * blockSize;
+    sequence.published = matched;
+    if (!sequence.everAdmitted) {
+        sequence.everAdmitted = true;
+        sequence.result.reusedTokens = sequence.computed;
+        sequence.admittedAt = Clock::now();
+    }
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_options.prefixCache) ++m_stats.prefixLookups;
+        m_stats.prefixHitTokens += sequence.computed;
+    }
+    IRIS_RETURN_IF_ERROR(embedImages(sequence));
+    return true;
+}
+
+// The tower's output for every image with slots still to read (the engine caches them by hash).
+Status Scheduler::embedImages(Sequence& sequence) {
+    const PromptSlots& slots = sequence.slots;
+    sequence.images.assign(sequence.request.images.size(), nullptr);
+    for (std::size_t i = std::size_t(sequence.computed); i < slots.items.size(); ++i) {
+        const std::int32_t image = slots.imageOf[i];
+        if (image < 0 || sequence.images[std::size_t(image)] != nullptr) continue;
+        const auto start = Clock::now();
+        bool encoded = false;
+        Result<std::shared_ptr<const std::vector<float>>> embeddings =
+            m_engine->imageEmbeddings(*sequence.request.images[std::size_t(image)].image, &encoded);
+        if (!embeddings) return embeddings.status();
+        sequence.images[std::size_t(image)] = std::move(*embeddings);
+        if (encoded) {
+            ++sequence.result.imagesEncoded;
+            sequence.result.encodeSeconds += secondsSince(start);
+        }
+    }
+    return {};
+}
+
+// Sends the most recently admitted running sequence back to the front of the queue, freeing its
+// blocks (its full ones stay cached under their names).
+void Scheduler::preemptLatest() {
+    std::unique_ptr<Sequence> victim = std::move(m_running.back());
+    m_running.pop_back();
+    m_engine->cache().release(victim->kv);
+    victim->kv = -1;
+    victim->computed = 0;
+    victim->images.clear();
+    m_waiting.push_front(std::move(victim));
+    std::lock_guard lock(m_mutex);
+    ++m_stats.preemptions;
+}
+
+// One forward pass: a decode token for every running sequence that has one waiting, then
+// prefill chunks, oldest sequence first, under the step's token budget. Returns the tokens
+// generated.
+std::int64_t Scheduler::step() {
+    KvCache& cache = m_engine->cache();
+    std::int64_t decoders = 0;
+    for (const std::unique_ptr<Sequence>& sequence : m_running)
+        decoders += sequence->pending() == 1 ? 1 : 0;
+    std::int64_t prefillBudget = m_options.stepTokens - decoders;
+    std::vector<TokenInput> batch;
+    std::vector<std::pair<Sequence*, std::int64_t>> parts;
+    for (std::size_t i = 0; i < m_running.size(); ++i) {
+        Sequence& sequence = *m_running[i];
+        const std::int64_t n = sequence.pending() == 1
+                                   ? 1
+                                   : std::min(sequence.pending(), prefillBudget);
+        if (n <= 0) continue;
+        bool preempted = false;
+        while (!cache.extend(sequence.kv, sequence.computed + n).isOk()) {
+            preempted = m_running.back().get() == &sequence;
+            preemptLatest();
+            if (preempted) break;
+        }
+        if (preempted) break;  // it was the latest: nothing after it
+        if (sequence.pending() != 1) prefillBudget -= n;
+        appendInputs(sequence, n, batch);
+        parts.emplace_back(&sequence, n);
+    }
+    if (batch.empty()) return 0;
+    m_logits.clear();
+    const Status status = m_engine->mutableModel().forward(batch, cache, m_engine->pool(), m_logits);
+    {
+        std::lock_guard lock(m_mutex);
+        ++m_stats.steps;
+    }
+    std::int64_t generated = 0;
+    const std::size_t vocabulary = std::size_t(m_engine->model().config().vocabSize);
+    std::size_t row = 0;
+    for (auto [sequence, n] : parts) {
+        if (!status.isOk()) {
+            sequence->failure = status;
+            continue;
+        }
+        sequence->computed += n;
+        publishBlocks(*sequence);
+        if (sequence->pending() != 0) continue;
+        const std::size_t before = sequence->result.tokens.size();
+        takeLogits(*sequence, std::span(m_logits).subspan(row++ * vocabulary, vocabulary));
+        generated += std::int64_t(sequence->result.tokens.size() - before);
+    }
+    endFinished();
+    return generated;
+}
+
+void Scheduler::appendInputs(const Sequence& sequence, std::int64_t n,
+                             std::vector<TokenInput>& batch) const {
+    const std::int64_t hidden = m_engine->model().config().hiddenSize;
+    const PromptSlots& slots = sequence.slots;
+    for (std::int64_t j = sequence.computed; j < sequence.computed + n; ++j) {
+        const SlotItem& item = slots.items[std::size_t(j)];
+        TokenInput in;
+        in.token = item.isImage() ? 0 : item.token;
+        in.sequence = sequence.kv;
+        in.slot = j;
+        in.position = slots.positions[std::size_t(j)];
+        in.wantLogits = j + 1 == std::int64_t(slots.items.size());
+        if (item.isImage()) {
+            in.embedding = sequence.images[std::size_t(slots.imageOf[std::size_t(j)])]->data() +
+                           std::int64_t(item.imageToken) * hidden;
+        }
+        batch.push_back(in);
+    }
+}
+
+// Names the blocks `sequence` has filled since the last call, so that later requests find them.
+void Scheduler::publishBlocks(Sequence& sequence) {
+    if (!m_options.prefixCache) return;
+    KvCache& cache = m_engine->cache();
+    const std::size_t blockSize = std::size_t(cache.options().blockSize);
+    const std::size_t full = std::size_t(sequence.computed) / blockSize;
+    for (std::size_t b = sequence.published; b < full; ++b) {
+        if (b == sequence.blockNames.size()) {
+            sequence.blockNames.push_back(
+                blockName(b == 0 ? Sha256Digest{} : sequence.blockNames[b - 1],
+                          std::span(sequence.slots.items).subspan(b * blockSize, blockSize),
+                          std::span(sequence.slots.positions).subspan(b * blockSize, blockSize)));
+        }
+        cache.nameBlock(sequence.kv, b, sequence.blockNames[b]);
+    }
+    sequence.published = full;
+}
+
+// Samples the next token from the logits of the last slot, as Session::decode does, and streams
+// it; marks the sequence done when a stop condition holds.
+void Scheduler::takeLogits(Sequence& sequence, std::span<const float> logits) {
+    GenerateResult& result = sequence.result;
+    if (!sequence.firstLogits) sequence.firstLogits = Clock::now();
+    const GenerateRequest& request = sequence.request;
+    if (std::int64_t(result.tokens.size()) >= request.maxTokens) {
+        result.stop = StopReason::MaxTokens;
+        sequence.done = true;
+        return;
+    }
+    const std::int32_t token = sequence.sampler.sample(logits, sequence.history);
+    if (m_engine->tokenizer().isEndOfGeneration(token)) {
+        result.stop = StopReason::EndOfGeneration;
+        sequence.done = true;
+        return;
+    }
+    result.tokens.push_back(token);
+    sequence.history.push_back(token);
+    const std::size_t before = result.text.size();
+    result.text += sequence.decoder.feed(token);
+    if (cutAtStopString(result.text, before, request.stopStrings)) {
+        result.stop = StopReason::StopString;
+        sequence.done = true;
+        return;
+    }
+    const std::size_t ready = result.text.size() - stopStringHoldback(result.text, request.stopStrings);
+    TokenEvent event{token, {}};
+    if (ready > sequence.streamed) {
+        event.text = result.text.substr(sequence.streamed, ready - sequence.streamed);
+        sequence.streamed = ready;
+    }
+    sequence.handle->push(std::move(event));
+    if (std::int64_t(result.tokens.size()) >= request.maxTokens) {
+        result.stop = StopReason::MaxTokens;
+        sequence.done = true;
+        return;
+    }
+    PromptSlots& slots = sequence.slots;
+    if (std::int64_t(slots.items.size()) + 1 > m_engine->options().contextSize) {
+        result.stop = StopReason::ContextFull;
+        sequence.done = true;
+        return;
+    }
+    const std::int32_t position = slots.nextPositions.back();
+    slots.items.push_back({token, -1, {}});
+    slots.positions.push_back(textPosition(position));
+    slots.nextPositions.push_back(position + 1);
+    slots.imageOf.push_back(-1);
+}
+
+// Ends the running sequences that are done or failed.
+void Scheduler::endFinished() {
+    for (std::size_t i = 0; i < m_running.size();) {
+        Sequence& sequence = *m_running[i];
+        if (!sequence.done && sequence.failure.isOk()) {
+            ++i;
+            continue;
+        }
+        std::unique_ptr<Sequence> ended = std::move(m_running[i]);
+        m_running.erase(m_running.begin() + std::ptrdiff_t(i));
+        finish(*ended, ended->failure);
+    }
+}
+
+// Releases the sequence's KV and hands the client its result (or `failure`).
+void Scheduler::finish(Sequence& sequence, const Status& failure) {
+    if (sequence.kv >= 0) m_engine->cache().release(sequence.kv);
+    sequence.kv = -1;
+    GenerateResult& result = sequence.result;
+    if (result.stop != StopReason::StopString) result.text += sequence.decoder.flush();
+    result.promptTokens = sequence.promptSlots;
+    result.imageTokens = sequence.slots.imageTokens;
+    const auto end = Clock::now();
+    if (sequence.firstLogits) {
+        result.prefillSeconds = secondsBetween(sequence.admittedAt, *sequence.firstLogits);
+        result.decodeSeconds = secondsBetween(*sequence.firstLogits, end);
+    }
+    {
+        // Before the client hears of it: its blocks are counted as released.
+        std::lock_guard lock(m_mutex);
+        ++m_stats.finished;
+        m_stats.promptTokens += result.promptTokens;
+        m_stats.kvBlocksUsed = m_engine->cache().usedBlocks();
+        m_stats.kvBlocksCached = m_engine->cache().cachedBlocks();
+    }
+    if (failure.isOk())
+        sequence.handle->finish(std::move(result));
+    else
+        sequence.handle->finish(failure);
+}
+
+}  // namespace iris::inference

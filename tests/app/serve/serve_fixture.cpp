@@ -1,6 +1,7 @@
 #include "tests/app/serve/serve_fixture.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/inference/models/tiny_model.h"
 #include "tests/inference/vision/tiny_mmproj.h"
@@ -101,6 +102,21 @@ inference::GenerateResult ServeFixture::reference(const std::string& prompt,
     Result<inference::GenerateResult> result = session->generate(request);
     EXPECT_TRUE(result) << result.status().message();
     return std::move(*result);
+}
+
+void ServeFixture::useEndlessModel() {
+    inference::testing::TinyModelSpec spec;
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.endless = true;
+    spec.seed = 3;
+    modelPath = m_scratch.write("endless.gguf", inference::testing::makeTinyModel(spec));
+}
+
+std::string asJsonText(const std::string& text) {
+    return nlohmann::json::parse(
+               nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        .get<std::string>();
 }
 
 std::string qwenChatPrompt(const std::string& user) {

@@ -37,6 +37,9 @@ public:
     // The engine's greedy answer for `prompt` (token ids of the text, special tokens parsed) in a
     // fresh session.
     inference::GenerateResult reference(const std::string& prompt, std::int64_t maxTokens) const;
+    // Replaces the model by one without an end-of-generation token (TinyModelSpec::endless): its
+    // generations run to max_tokens, keeping the scheduler busy until cancelled.
+    void useEndlessModel();
 
     std::filesystem::path modelPath;
     std::filesystem::path mmprojPath;  // empty: text only
@@ -48,6 +51,10 @@ public:
 private:
     inference::testing::ScratchDir m_scratch{"iris_serve"};
 };
+
+// `text` as it arrives through JSON: the random byte-level model writes invalid UTF-8, which the
+// server sends as U+FFFD (as every JSON encoder must).
+std::string asJsonText(const std::string& text);
 
 // The ChatML prompt of one user message under the Qwen2 template's default system message.
 std::string qwenChatPrompt(const std::string& user);

@@ -372,10 +372,9 @@ Status Engine::checkRequest(const GenerateRequest& request) const {
     const std::int64_t vocabulary = m_model->config().vocabSize;
     for (std::size_t i = 0; i < request.prompt.size(); ++i) {
         if (request.prompt[i] < 0 || request.prompt[i] >= vocabulary) {
-            return Status::invalidArgument("prompt token " + std::to_string(i) + " is " +
-                                           std::to_string(request.prompt[i]) +
-                                           ", outside the vocabulary of " +
-                                           std::to_string(vocabulary));
+            return Status::invalidArgument(
+                "prompt token " + std::to_string(i) + " is " + std::to_string(request.prompt[i]) +
+                ", outside the vocabulary of " + std::to_string(vocabulary));
         }
     }
     for (std::size_t j = 0; j < request.images.size(); ++j) {
@@ -484,8 +483,8 @@ Status Session::decode(const GenerateRequest& request, std::vector<float>& logit
 
 Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     IRIS_RETURN_IF_ERROR(m_engine.checkRequest(request));
-    const PromptSlots prompt = layOutPrompt(request.prompt, request.images,
-                                            m_engine.m_model->config().multimodalRope);
+    const PromptSlots prompt =
+        layOutPrompt(request.prompt, request.images, m_engine.m_model->config().multimodalRope);
     GenerateResult result;
     result.imageTokens = prompt.imageTokens;
     result.promptTokens = std::int64_t(prompt.items.size());

@@ -28,14 +28,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/sha256.h"
+#include "base/status.h"
 #include "inference/chat_template.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
 #include "inference/models/model.h"
 #include "inference/prompt_layout.h"
 #include "inference/sampler.h"
-#include "base/sha256.h"
-#include "base/status.h"
 #include "inference/thread_pool.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/vision/image_positions.h"

@@ -178,8 +178,8 @@ void KvCache::unname(std::int32_t block) {
 
 void KvCache::nameBlock(SequenceId sequence, std::size_t index, const Sha256Digest& name) {
     const Sequence& s = m_sequences[std::size_t(sequence)];
-    assert(index < s.blocks.size() &&
-           std::int64_t(index + 1) * m_options.blockSize <= s.length && "a full block");
+    assert(index < s.blocks.size() && std::int64_t(index + 1) * m_options.blockSize <= s.length &&
+           "a full block");
     const std::int32_t block = s.blocks[index];
     if (m_named[std::size_t(block)] || m_byName.contains(name)) return;
     m_byName.emplace(name, block);

@@ -19,13 +19,13 @@
 // reserved slots from the compute threads.
 
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <utility>
-#include <span>
 #include <vector>
 
 #include "base/sha256.h"

@@ -9,7 +9,8 @@ namespace iris::inference {
 
 // ---- GenerationHandle -------------------------------------------------------------------------
 
-GenerationHandle::Poll GenerationHandle::next(TokenEvent& event, std::chrono::milliseconds timeout) {
+GenerationHandle::Poll GenerationHandle::next(TokenEvent& event,
+                                              std::chrono::milliseconds timeout) {
     std::unique_lock lock(m_mutex);
     m_changed.wait_for(lock, timeout, [&] { return !m_events.empty() || m_result.has_value(); });
     if (!m_events.empty()) {
@@ -84,16 +85,16 @@ struct Scheduler::Sequence {
     GenerateResult result;
     std::size_t streamed = 0;  // bytes of result.text sent as events
 
-    SequenceId kv = -1;         // -1 while it holds no KV (waiting)
-    std::int64_t computed = 0;  // slots with K/V in the cache
+    SequenceId kv = -1;                    // -1 while it holds no KV (waiting)
+    std::int64_t computed = 0;             // slots with K/V in the cache
     std::vector<Sha256Digest> blockNames;  // of the full blocks computed so far, in order
     std::vector<std::shared_ptr<const std::vector<float>>> images;  // per request image
     std::size_t published = 0;  // of blockNames, those named in the cache
     bool everAdmitted = false;
     Clock::time_point admittedAt;
     std::optional<Clock::time_point> firstLogits;
-    bool done = false;         // a stop condition holds
-    Status failure;            // the step that ran it failed
+    bool done = false;  // a stop condition holds
+    Status failure;     // the step that ran it failed
 
     std::int64_t pending() const { return std::int64_t(slots.items.size()) - computed; }
     bool decoding() const { return computed >= promptSlots; }
@@ -175,7 +176,6 @@ Result<std::shared_ptr<GenerationHandle>> Scheduler::submit(GenerateRequest requ
     return handle;
 }
 
-
 Result<GenerateResult> Scheduler::generate(const GenerateRequest& request,
                                            const std::atomic<bool>* cancel) {
     Result<std::shared_ptr<GenerationHandle>> submitted = submit(request);
@@ -256,14 +256,19 @@ void Scheduler::dropCancelled() {
 }
 
 // Admits waiting requests, first come first served, while there are running places and (unless
-// nothing runs) KV room for the rest of the prompt.
+// nothing runs) KV room for the rest of the prompt. A request whose next prompt block another
+// running sequence is computing now waits for it and lets those behind it go first: agents that
+// start together with one system prompt compute it once.
 void Scheduler::admit() {
-    while (!m_waiting.empty() && int(m_running.size()) < m_options.maxRunning) {
-        Sequence& sequence = *m_waiting.front();
-        const Result<bool> placed = place(sequence);
-        if (placed && !*placed) return;  // no room yet: it stays first in line
-        std::unique_ptr<Sequence> taken = std::move(m_waiting.front());
-        m_waiting.pop_front();
+    for (std::size_t i = 0; i < m_waiting.size() && int(m_running.size()) < m_options.maxRunning;) {
+        const Result<Admission> placed = place(*m_waiting[i]);
+        if (placed && *placed == Admission::NoRoom) return;  // it stays first in line
+        if (placed && *placed == Admission::Deferred) {
+            ++i;
+            continue;
+        }
+        std::unique_ptr<Sequence> taken = std::move(m_waiting[i]);
+        m_waiting.erase(m_waiting.begin() + std::ptrdiff_t(i));
         if (!placed) {
             finish(*taken, placed.status());
             continue;
@@ -272,34 +277,52 @@ void Scheduler::admit() {
     }
 }
 
+// Extends sequence.blockNames to the first `count` full blocks of its slots.
+void Scheduler::nameBlocks(Sequence& sequence, std::size_t count) const {
+    const std::size_t blockSize = std::size_t(m_engine->cache().options().blockSize);
+    const PromptSlots& slots = sequence.slots;
+    for (std::size_t b = sequence.blockNames.size(); b < count; ++b) {
+        sequence.blockNames.push_back(
+            blockName(b == 0 ? Sha256Digest{} : sequence.blockNames[b - 1],
+                      std::span(slots.items).subspan(b * blockSize, blockSize),
+                      std::span(slots.positions).subspan(b * blockSize, blockSize)));
+    }
+}
+
+// Whether a running sequence has the block named `name` among those it is still to compute.
+bool Scheduler::computing(const Sha256Digest& name) const {
+    for (const std::unique_ptr<Sequence>& running : m_running) {
+        for (std::size_t b = running->published; b < running->blockNames.size(); ++b) {
+            if (running->blockNames[b] == name) return true;
+        }
+    }
+    return false;
+}
+
 // Gives `sequence` a KV sequence with the longest cached prefix of its slots, and the
-// embeddings of the images it still has to read. False when the rest does not fit now.
-Result<bool> Scheduler::place(Sequence& sequence) {
+// embeddings of the images it still has to read.
+Result<Scheduler::Admission> Scheduler::place(Sequence& sequence) {
     KvCache& cache = m_engine->cache();
     const std::int64_t blockSize = cache.options().blockSize;
-    const std::vector<SlotItem>& items = sequence.slots.items;
+    const auto slots = std::int64_t(sequence.slots.items.size());
     sequence.kv = cache.newSequence();
     // Whole blocks only, and never the last slot: its logits are needed.
-    const std::size_t reusable = std::size_t((std::int64_t(items.size()) - 1) / blockSize);
+    const auto reusable = std::size_t((slots - 1) / blockSize);
     std::size_t matched = 0;
-    for (; m_options.prefixCache && matched < reusable; ++matched) {
-        if (matched == sequence.blockNames.size()) {
-            const std::size_t first = matched * std::size_t(blockSize);
-            sequence.blockNames.push_back(
-                blockName(matched == 0 ? Sha256Digest{} : sequence.blockNames[matched - 1],
-                          std::span(items).subspan(first, std::size_t(blockSize)),
-                          std::span(sequence.slots.positions).subspan(first, std::size_t(blockSize))));
+    if (m_options.prefixCache) {
+        nameBlocks(sequence, std::size_t(slots / blockSize));
+        for (; matched < reusable; ++matched) {
+            const std::int32_t block = cache.findBlock(sequence.blockNames[matched]);
+            if (block < 0) break;
+            cache.appendCached(sequence.kv, block);
         }
-        const std::int32_t block = cache.findBlock(sequence.blockNames[matched]);
-        if (block < 0) break;
-        cache.appendCached(sequence.kv, block);
     }
-    const std::int64_t needed =
-        (std::int64_t(items.size()) + blockSize - 1) / blockSize - std::int64_t(matched);
-    if (needed > cache.freeBlocks() && !m_running.empty()) {
+    const std::int64_t needed = (slots + blockSize - 1) / blockSize - std::int64_t(matched);
+    const bool deferred = matched < reusable && computing(sequence.blockNames[matched]);
+    if (deferred || (needed > cache.freeBlocks() && !m_running.empty())) {
         cache.release(sequence.kv);
         sequence.kv = -1;
-        return false;
+        return deferred ? Admission::Deferred : Admission::NoRoom;
     }
     sequence.computed = std::int64_t(matched) * blockSize;
     sequence.published = matched;
@@ -314,7 +337,7 @@ Result<bool> Scheduler::place(Sequence& sequence) {
         m_stats.prefixHitTokens += sequence.computed;
     }
     IRIS_RETURN_IF_ERROR(embedImages(sequence));
-    return true;
+    return Admission::Placed;
 }
 
 // The tower's output for every image with slots still to read (the engine caches them by hash).
@@ -365,9 +388,8 @@ std::int64_t Scheduler::step() {
     std::vector<std::pair<Sequence*, std::int64_t>> parts;
     for (std::size_t i = 0; i < m_running.size(); ++i) {
         Sequence& sequence = *m_running[i];
-        const std::int64_t n = sequence.pending() == 1
-                                   ? 1
-                                   : std::min(sequence.pending(), prefillBudget);
+        const std::int64_t n =
+            sequence.pending() == 1 ? 1 : std::min(sequence.pending(), prefillBudget);
         if (n <= 0) continue;
         bool preempted = false;
         while (!cache.extend(sequence.kv, sequence.computed + n).isOk()) {
@@ -382,7 +404,8 @@ std::int64_t Scheduler::step() {
     }
     if (batch.empty()) return 0;
     m_logits.clear();
-    const Status status = m_engine->mutableModel().forward(batch, cache, m_engine->pool(), m_logits);
+    const Status status =
+        m_engine->mutableModel().forward(batch, cache, m_engine->pool(), m_logits);
     {
         std::lock_guard lock(m_mutex);
         ++m_stats.steps;
@@ -429,19 +452,11 @@ void Scheduler::appendInputs(const Sequence& sequence, std::int64_t n,
 // Names the blocks `sequence` has filled since the last call, so that later requests find them.
 void Scheduler::publishBlocks(Sequence& sequence) {
     if (!m_options.prefixCache) return;
-    KvCache& cache = m_engine->cache();
-    const std::size_t blockSize = std::size_t(cache.options().blockSize);
-    const std::size_t full = std::size_t(sequence.computed) / blockSize;
-    for (std::size_t b = sequence.published; b < full; ++b) {
-        if (b == sequence.blockNames.size()) {
-            sequence.blockNames.push_back(
-                blockName(b == 0 ? Sha256Digest{} : sequence.blockNames[b - 1],
-                          std::span(sequence.slots.items).subspan(b * blockSize, blockSize),
-                          std::span(sequence.slots.positions).subspan(b * blockSize, blockSize)));
-        }
-        cache.nameBlock(sequence.kv, b, sequence.blockNames[b]);
-    }
-    sequence.published = full;
+    const std::size_t full = std::size_t(sequence.computed / m_engine->cache().options().blockSize);
+    nameBlocks(sequence, full);
+    for (std::size_t b = sequence.published; b < full; ++b)
+        m_engine->cache().nameBlock(sequence.kv, b, sequence.blockNames[b]);
+    sequence.published = std::max(sequence.published, full);
 }
 
 // Samples the next token from the logits of the last slot, as Session::decode does, and streams
@@ -470,7 +485,8 @@ void Scheduler::takeLogits(Sequence& sequence, std::span<const float> logits) {
         sequence.done = true;
         return;
     }
-    const std::size_t ready = result.text.size() - stopStringHoldback(result.text, request.stopStrings);
+    const std::size_t ready =
+        result.text.size() - stopStringHoldback(result.text, request.stopStrings);
     TokenEvent event{token, {}};
     if (ready > sequence.streamed) {
         event.text = result.text.substr(sequence.streamed, ready - sequence.streamed);

@@ -15,10 +15,12 @@
 //   name and the block's tokens, image hashes and rotary positions) and, once written, published
 //   in the cache under that name. A new request walks its prompt's chain and takes every leading
 //   block it finds by reference (read-only, shared), computing only the rest; at least its last
-//   prompt token is computed, for the logits. Blocks that no sequence holds stay cached and are
-//   evicted least recently used first, only when the pool needs room. Because the name covers
-//   the positions, M-RoPE after images is exact; MiniMax-M3's indexer keys live in the same
-//   block ids as K and V, so they come along.
+//   prompt token is computed, for the logits. A request whose next block a running sequence is
+//   computing at that moment waits for it (those behind it may go first), so that agents started
+//   together with one system prompt compute it once. Blocks that no sequence holds stay cached
+//   and are evicted least recently used first, only when the pool needs room. Because the name
+//   covers the positions, M-RoPE after images is exact; MiniMax-M3's indexer keys live in the
+//   same block ids as K and V, so they come along.
 // - KV pressure: when a step cannot get a block, the most recently admitted running sequence is
 //   preempted: its blocks are released (its full blocks stay in the prefix cache, so a resume
 //   usually finds most of them) and it goes back to the front of the queue with the tokens it has
@@ -125,7 +127,7 @@ class Scheduler {
 public:
     // Takes the engine (which must have no open Session) and starts the scheduler thread.
     static Result<std::unique_ptr<Scheduler>> start(std::unique_ptr<Engine> engine,
-                                                     SchedulerOptions options = {});
+                                                    SchedulerOptions options = {});
     // Cancels what is queued or running (their results say Cancelled) and joins the thread.
     ~Scheduler();
     Scheduler(const Scheduler&) = delete;
@@ -160,7 +162,10 @@ private:
     // The scheduler thread's phases (scheduler.cpp).
     void dropCancelled();
     void admit();
-    Result<bool> place(Sequence& sequence);
+    enum class Admission { Placed, NoRoom, Deferred };
+    Result<Admission> place(Sequence& sequence);
+    void nameBlocks(Sequence& sequence, std::size_t count) const;
+    bool computing(const Sha256Digest& name) const;
     Status embedImages(Sequence& sequence);
     std::int64_t step();
     void preemptLatest();

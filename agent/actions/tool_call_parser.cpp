@@ -14,7 +14,7 @@
 
 #include "agent/actions/key_names.h"
 #include "agent/actions/parse_common.h"
-#include "inference/chat_template.h"
+#include "inference/model_answer.h"
 
 namespace iris::agent {
 namespace {
@@ -226,50 +226,6 @@ void parseTextArguments(std::string_view name, std::string_view text, const std:
 namespace detail {
 namespace {
 
-// Qwen/Hermes: <tool_call>{...}</tool_call> in the text; a last block may lack its closing tag
-// when generation stopped there. Returns the text outside the blocks.
-std::string parseQwenToolCalls(std::string_view text, const ParseOptions& options, int& index,
-                               ParsedStep& step) {
-    std::string outside;
-    constexpr std::string_view kOpen = "<tool_call>";
-    constexpr std::string_view kClose = "</tool_call>";
-    std::size_t pos = 0;
-    while (true) {
-        const std::size_t open = text.find(kOpen, pos);
-        outside += text.substr(pos, open == std::string_view::npos ? open : open - pos);
-        if (open == std::string_view::npos) break;
-        const std::size_t bodyStart = open + kOpen.size();
-        const std::size_t close = text.find(kClose, bodyStart);
-        const std::string_view body =
-            text.substr(bodyStart, close == std::string_view::npos ? std::string_view::npos
-                                                                   : close - bodyStart);
-        pos = close == std::string_view::npos ? text.size() : close + kClose.size();
-        ++index;
-        const std::string where = "tool call " + std::to_string(index);
-        const nlohmann::json json = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
-        if (json.is_discarded() || !json.is_object()) {
-            step.errors.push_back(where + ": not a JSON object: '" + snippet(trim(body)) + "'");
-            continue;
-        }
-        const auto name = json.find("name");
-        if (name == json.end() || !name->is_string()) {
-            step.errors.push_back(where + ": missing \"name\"");
-            continue;
-        }
-        const std::string named = where + " (" + snippet(name->get<std::string>(), 40) + ")";
-        const auto arguments = json.find("arguments");
-        if (arguments == json.end() || arguments->is_null()) {
-            parseOne(name->get<std::string>(), nlohmann::json::object(), named, options, step);
-        } else if (arguments->is_string()) {
-            parseTextArguments(name->get<std::string>(), arguments->get<std::string>(), named,
-                               options, step);
-        } else {
-            parseOne(name->get<std::string>(), *arguments, named, options, step);
-        }
-    }
-    return outside;
-}
-
 // Every tool Iris offers, as the JSON the chat template is given: the M3 parser reads their
 // schemas to tell a string parameter ("text": "42") from a number.
 const std::vector<std::string>& allToolsJson() {
@@ -285,12 +241,6 @@ const std::vector<std::string>& allToolsJson() {
     return tools;
 }
 
-bool looksLikeMiniMaxM3(std::string_view text) {
-    return text.find(inference::kMiniMaxNamespace) != std::string_view::npos ||
-           text.find("</mm:think>") != std::string_view::npos ||
-           text.find("<mm:think>") != std::string_view::npos;
-}
-
 }  // namespace
 
 void parseToolCalls(const ChatResponse& response, const ParseOptions& options, ParsedStep& step) {
@@ -301,30 +251,32 @@ void parseToolCalls(const ChatResponse& response, const ParseOptions& options, P
             "tool call " + std::to_string(index) + " (" + snippet(call.name, 40) + ")";
         parseTextArguments(call.name, call.arguments, where, options, step);
     }
-    std::string_view text = response.text;
-    std::string reasoning;
-    std::string rest;
-    if (looksLikeMiniMaxM3(text)) {
-        inference::MiniMaxM3Output m3 = inference::parseMiniMaxM3Output(text, allToolsJson());
-        for (const std::string& error : m3.errors)
-            step.errors.push_back("MiniMax-M3 answer: " + error);
-        for (const inference::ChatToolCall& call : m3.toolCalls) {
-            ++index;
-            const std::string where =
-                "tool call " + std::to_string(index) + " (" + snippet(call.name, 40) + ")";
-            parseTextArguments(call.name, call.argumentsJson, where, options, step);
+    // The calls written in the text: MiniMax-M3's XML, Qwen's <tool_call> blocks.
+    const inference::ModelAnswer answer = inference::parseModelAnswer(response.text, allToolsJson());
+    for (const std::string& error : answer.errors)
+        step.errors.push_back("MiniMax-M3 answer: " + error);
+    for (const inference::AnswerToolCall& call : answer.toolCalls) {
+        const std::string where = "tool call " + std::to_string(++index);
+        switch (call.problem) {
+            case inference::AnswerToolCall::Problem::NotAnObject:
+                step.errors.push_back(where + ": not a JSON object: '" + snippet(trim(call.body)) +
+                                      "'");
+                continue;
+            case inference::AnswerToolCall::Problem::MissingName:
+                step.errors.push_back(where + ": missing \"name\"");
+                continue;
+            case inference::AnswerToolCall::Problem::None:
+                break;
         }
-        reasoning = std::move(m3.reasoning);
-        rest = std::move(m3.content);
-        text = rest;
+        parseTextArguments(call.call.name, call.call.argumentsJson,
+                           where + " (" + snippet(call.call.name, 40) + ")", options, step);
     }
-    // Qwen's syntax too, in what is left: a model may fall back to the more common syntax.
-    const std::string outside = parseQwenToolCalls(text, options, index, step);
-    const std::string_view said = trim(outside);
-    if (reasoning.empty()) {
+    const std::string_view said = trim(answer.content);
+    if (answer.reasoning.empty()) {
         step.thought = std::string(said);
     } else {
-        step.thought = said.empty() ? reasoning : reasoning + "\n\n" + std::string(said);
+        step.thought =
+            said.empty() ? answer.reasoning : answer.reasoning + "\n\n" + std::string(said);
     }
 }
 

@@ -47,6 +47,28 @@ Result<std::string> renderPrompt(const inference::ChatTemplate& chatTemplate,
     return chatTemplate.render(messages, options);
 }
 
+Result<inference::GenerateRequest> promptRequest(
+    const inference::Engine& engine, const ChatRequest& request,
+    std::span<const std::shared_ptr<const inference::ImagePatches>> images) {
+    Result<std::string> prompt = renderPrompt(engine.chatTemplate(), request);
+    if (!prompt) return prompt.status();
+    // The template writes the special tokens as text; message text goes through it too, so a
+    // message that spells "<|im_end|>" is read as that token (as llama.cpp's server does).
+    std::vector<std::int32_t> tokens = engine.tokenizer().encode(*prompt, /*parseSpecial=*/true);
+    if (images.empty()) {
+        inference::GenerateRequest generate;
+        generate.prompt = std::move(tokens);
+        return generate;
+    }
+    const std::string_view placeholder = engine.chatTemplate().imagePlaceholder();
+    const std::optional<std::int32_t> id = engine.tokenizer().findToken(placeholder);
+    if (!id) {
+        return Status::unsupported("the vocabulary has no " + std::string(placeholder) +
+                                   " token for images");
+    }
+    return inference::Engine::splitAtPlaceholders(tokens, *id, images);
+}
+
 LocalEngineClient::LocalEngineClient(std::shared_ptr<inference::Scheduler> scheduler,
                                      std::string name, LocalEngineSettings settings)
     : m_scheduler(std::move(scheduler)), m_name(std::move(name)), m_settings(settings) {}
@@ -128,33 +150,15 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
         return Status::unsupported(m_name +
                                    ": this model has no vision tower loaded (pass --mmproj)");
     }
-    Result<std::string> prompt = renderPrompt(engine().chatTemplate(), request);
-    if (!prompt) return prompt.status().withContext(m_name + ": ");
     if (request.maxTokens <= 0)
         return Status::invalidArgument("maxTokens must be positive, not " +
                                        std::to_string(request.maxTokens));
-
-    // The template writes the special tokens as text; message text goes through it too, so a
-    // message that spells "<|im_end|>" is read as that token (as llama.cpp's server does).
-    std::vector<std::int32_t> tokens = engine().tokenizer().encode(*prompt, /*parseSpecial=*/true);
-    inference::GenerateRequest generate;
-    if (images.empty()) {
-        generate.prompt = std::move(tokens);
-    } else {
-        Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> patches =
-            prepareImages(images);
-        if (!patches) return patches.status().withContext(m_name + ": ");
-        const std::string_view placeholder = engine().chatTemplate().imagePlaceholder();
-        const std::optional<std::int32_t> id = engine().tokenizer().findToken(placeholder);
-        if (!id) {
-            return Status::unsupported(m_name + ": the vocabulary has no " +
-                                       std::string(placeholder) + " token for images");
-        }
-        Result<inference::GenerateRequest> split =
-            inference::Engine::splitAtPlaceholders(tokens, *id, *patches);
-        if (!split) return split.status().withContext(m_name + ": ");
-        generate = std::move(*split);
-    }
+    Result<std::vector<std::shared_ptr<const inference::ImagePatches>>> patches =
+        prepareImages(images);
+    if (!patches) return patches.status().withContext(m_name + ": ");
+    Result<inference::GenerateRequest> prompt = promptRequest(engine(), request, *patches);
+    if (!prompt) return prompt.status().withContext(m_name + ": ");
+    inference::GenerateRequest generate = std::move(*prompt);
     generate.sampling = m_settings.sampling;
     generate.sampling.temperature = float(request.temperature);
     generate.sampling.topP = float(request.topP);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,5 +90,13 @@ private:
 // template, with the generation prompt. Exposed so that tests and tools can see what is sent.
 Result<std::string> renderPrompt(const inference::ChatTemplate& chatTemplate,
                                  const ChatRequest& request);
+
+// The engine's request for `request` (prompt and images only): the rendered prompt tokenised with
+// special tokens recognised, and `images` (request's images prepared by the engine, in message
+// order) where the template put their placeholders. Unsupported when the vocabulary has no
+// placeholder token; InvalidArgument when the counts differ.
+Result<inference::GenerateRequest> promptRequest(
+    const inference::Engine& engine, const ChatRequest& request,
+    std::span<const std::shared_ptr<const inference::ImagePatches>> images);
 
 }  // namespace iris::agent

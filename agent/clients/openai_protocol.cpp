@@ -112,6 +112,48 @@ std::string base64Encode(std::span<const std::uint8_t> bytes) {
     return out;
 }
 
+Result<std::vector<std::uint8_t>> base64Decode(std::string_view text) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+') return 62;
+        if (c == '/') return 63;
+        return -1;
+    };
+    std::size_t length = text.size();
+    if (length % 4 == 0 && length >= 4) {  // at most two '=' at the end
+        length -= text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+    }
+    if (length % 4 == 1)
+        return Status::invalidArgument("base64: " + std::to_string(text.size()) +
+                                       " characters is not the length of any encoding");
+    std::vector<std::uint8_t> out;
+    out.reserve(length / 4 * 3 + 2);
+    std::uint32_t bits = 0;
+    int count = 0;
+    for (std::size_t i = 0; i < length; ++i) {
+        const int v = value(text[i]);
+        if (v < 0)
+            return Status::invalidArgument("base64: byte " + std::to_string(i) +
+                                           ": not a base64 character");
+        bits = bits << 6 | std::uint32_t(v);
+        if (++count == 4) {
+            out.push_back(std::uint8_t(bits >> 16));
+            out.push_back(std::uint8_t(bits >> 8));
+            out.push_back(std::uint8_t(bits));
+            bits = 0;
+            count = 0;
+        }
+    }
+    if (count == 2) out.push_back(std::uint8_t(bits >> 4));
+    if (count == 3) {
+        out.push_back(std::uint8_t(bits >> 10));
+        out.push_back(std::uint8_t(bits >> 2));
+    }
+    return out;
+}
+
 Result<std::string> chatCompletionBody(const ChatRequest& request, const std::string& model,
                                        bool stream) {
     OrderedJson body = OrderedJson::object();

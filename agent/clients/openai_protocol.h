@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/clients/chat.h"
 #include "agent/clients/sse_parser.h"
@@ -16,6 +17,9 @@ namespace iris::agent {
 
 // Standard base64 (RFC 4648, with padding).
 std::string base64Encode(std::span<const std::uint8_t> bytes);
+// Its inverse. Padding may be left out; InvalidArgument names the byte offset of the first
+// character outside the alphabet, misplaced padding or a length no encoding has.
+Result<std::vector<std::uint8_t>> base64Decode(std::string_view text);
 
 // A tool as OpenAI describes it: {"type":"function","function":{name, description,
 // parameters}}. InvalidArgument when parametersSchema is not a JSON object (empty means {}).

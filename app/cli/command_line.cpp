@@ -31,6 +31,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"export", "write a recorded session in OSWorld's result layout", runExport},
     Subcommand{"render", "a deterministic screenshot of a web page", runRender},
     Subcommand{"generate", "continue a prompt with a GGUF model (streams the text)", runGenerate},
+    Subcommand{"serve", "an OpenAI-compatible HTTP server over a GGUF model", runServe},
     Subcommand{"tokenize", "print the token ids of a text under a model's tokenizer", runTokenize},
     Subcommand{"bench", "measure prefill and decode speed against this machine's memory bandwidth",
                runBench},

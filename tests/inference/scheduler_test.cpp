@@ -150,8 +150,9 @@ TEST_P(SchedulerTest, SameGreedyTokensAsTheOneSessionEngineFor1_4And64Concurrent
         std::unique_ptr<Scheduler> scheduler = startScheduler(setup, int(n), options);
         ASSERT_TRUE(scheduler);
         const std::vector<GenerateRequest> some(all.begin(), all.begin() + std::ptrdiff_t(n));
-        expectSameTokens(scheduled(*scheduler, some),
-                         std::vector<GenerateResult>(want.begin(), want.begin() + std::ptrdiff_t(n)));
+        expectSameTokens(
+            scheduled(*scheduler, some),
+            std::vector<GenerateResult>(want.begin(), want.begin() + std::ptrdiff_t(n)));
         EXPECT_EQ(scheduler->stats().prefixHitTokens, 0);
     }
 }
@@ -164,6 +165,8 @@ TEST_P(SchedulerTest, PrefixCacheHitsAcrossRequestsAndTurnsGiveTheSameTokens) {
     ASSERT_TRUE(scheduler);
     const std::vector<GenerateResult> firstGot = scheduled(*scheduler, first);
     expectSameTokens(firstGot, referenceRuns(setup, first));
+    // Submitted together: one computes the shared blocks, the others wait for them.
+    EXPECT_EQ(scheduler->stats().prefixHitTokens, 7 * 48);
     // The next turn: each conversation so far plus a new message.
     std::vector<GenerateRequest> second;
     for (std::size_t i = 0; i < first.size(); ++i) {
@@ -180,7 +183,8 @@ TEST_P(SchedulerTest, PrefixCacheHitsAcrossRequestsAndTurnsGiveTheSameTokens) {
     EXPECT_EQ(after.prefixLookups - before.prefixLookups, 8);
     for (std::size_t i = 0; i < second.size(); ++i) {
         // Every full block of the previous turn (prompt and generated tokens written) is found.
-        const std::int64_t previous = std::int64_t(first[i].prompt.size() + firstGot[i].tokens.size());
+        const std::int64_t previous =
+            std::int64_t(first[i].prompt.size() + firstGot[i].tokens.size());
         EXPECT_GE(secondGot[i].reusedTokens, previous / 16 * 16 - 16) << "request " << i;
     }
     EXPECT_GT(after.prefixHitTokens - before.prefixHitTokens, 8 * 48);
@@ -261,7 +265,8 @@ RgbImage randomImage(int width, int height, unsigned seed) {
 std::vector<GenerateRequest> imageRequests(const Engine& engine, const std::string& begin,
                                            const std::string& end, std::size_t n) {
     const Tokenizer& t = engine.tokenizer();
-    Result<std::shared_ptr<const ImagePatches>> image = engine.prepareImage(randomImage(224, 168, 7));
+    Result<std::shared_ptr<const ImagePatches>> image =
+        engine.prepareImage(randomImage(224, 168, 7));
     EXPECT_TRUE(image) << image.status().message();
     std::vector<GenerateRequest> out;
     for (std::size_t i = 0; i < n; ++i) {
@@ -290,14 +295,17 @@ TEST(SchedulerImages, MropePositionsAfterImagesStayExactThroughThePrefixCache) {
     setup.model = scratch.write("tiny-vl.gguf", testing::makeTinyModel(spec));
     setup.options.threads = 2;
     setup.options.contextSize = 512;
-    setup.options.mmprojPath = scratch.write("mmproj.gguf", testing::makeTinyMmproj(projector).bytes);
+    setup.options.mmprojPath =
+        scratch.write("mmproj.gguf", testing::makeTinyMmproj(projector).bytes);
     std::unique_ptr<Scheduler> scheduler = startScheduler(setup, 4);
     ASSERT_TRUE(scheduler);
-    const std::vector<GenerateRequest> all = imageRequests(
-        scheduler->engine(), "<|vision_start|>", "<|vision_end|>an image with some text after it: ", 4);
+    const std::vector<GenerateRequest> all =
+        imageRequests(scheduler->engine(), "<|vision_start|>",
+                      "<|vision_end|>an image with some text after it: ", 4);
     const std::vector<GenerateResult> want = referenceRuns(setup, all);
     // One first (it fills the cache), then the rest together.
-    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1), rest(all.begin() + 1, all.end());
+    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1),
+        rest(all.begin() + 1, all.end());
     std::vector<GenerateResult> got = scheduled(*scheduler, first);
     for (GenerateResult& r : scheduled(*scheduler, rest))
         got.push_back(std::move(r));
@@ -317,8 +325,7 @@ TEST(SchedulerMiniMaxM3, SparseAttentionIndexerKeysComeAlongWithCachedBlocks) {
     setup.model = scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
     setup.options.threads = 2;
     setup.options.contextSize = 1024;
-    setup.options.mmprojPath =
-        scratch.write("m3-mmproj.gguf", testing::makeTinyM3Mmproj({}).bytes);
+    setup.options.mmprojPath = scratch.write("m3-mmproj.gguf", testing::makeTinyM3Mmproj({}).bytes);
     std::unique_ptr<Scheduler> scheduler = startScheduler(setup, 4);
     ASSERT_TRUE(scheduler);
     // Long enough that MSA selects 2 of many 16-token blocks (top-k 2, one local block).
@@ -329,7 +336,8 @@ TEST(SchedulerMiniMaxM3, SparseAttentionIndexerKeysComeAlongWithCachedBlocks) {
     const std::vector<GenerateRequest> all =
         imageRequests(scheduler->engine(), text + vision.imageBegin, vision.imageEnd, 4);
     const std::vector<GenerateResult> want = referenceRuns(setup, all);
-    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1), rest(all.begin() + 1, all.end());
+    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1),
+        rest(all.begin() + 1, all.end());
     std::vector<GenerateResult> got = scheduled(*scheduler, first);
     for (GenerateResult& r : scheduled(*scheduler, rest))
         got.push_back(std::move(r));
@@ -358,7 +366,8 @@ protected:
 TEST_F(SchedulerLimits, RefusesWhatCanNeverRunWithBothNumbers) {
     std::unique_ptr<Scheduler> scheduler = startScheduler(m_setup, 2);
     ASSERT_TRUE(scheduler);
-    Result<std::shared_ptr<GenerationHandle>> tooLong = scheduler->submit(greedy(randomTokens(65, 1), 4));
+    Result<std::shared_ptr<GenerationHandle>> tooLong =
+        scheduler->submit(greedy(randomTokens(65, 1), 4));
     ASSERT_FALSE(tooLong);
     EXPECT_EQ(tooLong.status().code(), StatusCode::OutOfRange);
     EXPECT_NE(tooLong.status().message().find("65"), std::string::npos);
@@ -392,7 +401,8 @@ TEST_F(SchedulerLimits, AFullQueueSaysUnavailableAndCancellationEndsRequestsAtTh
     for (const auto& handle : handles) {
         Result<GenerateResult> result = handle->result();
         ASSERT_TRUE(result) << result.status().message();
-        EXPECT_TRUE(result->stop == StopReason::Cancelled || result->stop == StopReason::ContextFull ||
+        EXPECT_TRUE(result->stop == StopReason::Cancelled ||
+                    result->stop == StopReason::ContextFull ||
                     result->stop == StopReason::EndOfGeneration);
     }
     const SchedulerStats stats = scheduler->stats();
@@ -402,11 +412,13 @@ TEST_F(SchedulerLimits, AFullQueueSaysUnavailableAndCancellationEndsRequestsAtTh
 TEST_F(SchedulerLimits, ShutdownEndsWhatRunsAndRefusesNewRequests) {
     std::unique_ptr<Scheduler> scheduler = startScheduler(m_setup, 1);
     ASSERT_TRUE(scheduler);
-    Result<std::shared_ptr<GenerationHandle>> running = scheduler->submit(greedy(randomTokens(8, 3), 1000));
+    Result<std::shared_ptr<GenerationHandle>> running =
+        scheduler->submit(greedy(randomTokens(8, 3), 1000));
     ASSERT_TRUE(running);
     scheduler->shutdown();
     ASSERT_TRUE((*running)->result());
-    Result<std::shared_ptr<GenerationHandle>> late = scheduler->submit(greedy(randomTokens(8, 4), 4));
+    Result<std::shared_ptr<GenerationHandle>> late =
+        scheduler->submit(greedy(randomTokens(8, 4), 4));
     ASSERT_FALSE(late);
     EXPECT_EQ(late.status().code(), StatusCode::Unavailable);
 }

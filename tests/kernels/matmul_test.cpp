@@ -1,5 +1,6 @@
 #include "kernels/matmul.h"
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -310,6 +311,42 @@ TEST(MatmulPackedK, PublicApiMatchesThePlainLayout) {
         for (std::size_t i = 0; i < got.size(); ++i) {
             ASSERT_NEAR(double(got[i]), double(want[i]), 1e-5 * (std::fabs(double(want[i])) + 1.0))
                 << tensorTypeInfo(type).name << " " << i;
+        }
+    }
+}
+
+// What makes the serving engine's batches invariant (inference/scheduler.h): a token's output
+// row has the same bits whether it is multiplied alone (decode), with a few others or in a long
+// prefill chunk, in the plain and the packed layouts.
+TEST(Matmul, EachActivationRowGivesTheSameBitsWhateverTheBatch) {
+    for (TensorType type : kTypes) {
+        const std::int64_t n = 48, m = 37;
+        const Problem p = makeProblem(type, n, m, 23);
+        const std::int64_t packed = packedBytes(type, n, p.k);
+        std::vector<std::byte> packedWeights(static_cast<std::size_t>(packed));
+        if (packed > 0) packWeights(type, p.w.data(), n, p.k, packedWeights.data());
+        for (bool usePacked : {false, true}) {
+            if (usePacked && packed == 0) continue;
+            auto run = [&](std::int64_t first, std::int64_t rows) {
+                std::vector<float> y(std::size_t(rows * n), NAN);
+                const std::byte* x = p.prepared.data() + first * preparedRowBytes(type, p.k);
+                if (usePacked)
+                    matmulPacked(type, packedWeights.data(), p.k, x, rows, y.data(), n, 0, n);
+                else
+                    matmul(type, p.w.data(), p.k, x, rows, y.data(), n, 0, n);
+                return y;
+            };
+            const std::vector<float> all = run(0, m);
+            for (auto [first, rows] : {std::pair<std::int64_t, std::int64_t>{0, 1}, {5, 1},
+                                       {36, 1}, {3, 2}, {7, 5}, {11, 17}}) {
+                const std::vector<float> some = run(first, rows);
+                for (std::int64_t i = 0; i < rows * n; ++i) {
+                    ASSERT_EQ(std::bit_cast<std::uint32_t>(some[std::size_t(i)]),
+                              std::bit_cast<std::uint32_t>(all[std::size_t(first * n + i)]))
+                        << tensorTypeInfo(type).name << (usePacked ? " packed" : "") << " rows "
+                        << first << "+" << rows << " value " << i;
+                }
+            }
         }
     }
 }

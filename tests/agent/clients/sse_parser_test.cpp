@@ -99,6 +99,33 @@ TEST(OpenAiProtocol, Base64MatchesTheRfc4648Vectors) {
     EXPECT_EQ(base64Encode(png), "iVBORw0KGgoA/xA=");
 }
 
+TEST(OpenAiProtocol, Base64DecodeInvertsTheRfc4648VectorsAndNamesBadBytes) {
+    const std::pair<std::string, std::string> vectors[] = {
+        {"", ""},         {"f", "Zg=="},       {"fo", "Zm8="},         {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}, {"fo", "Zm8"}};
+    for (const auto& [plain, encoded] : vectors) {
+        Result<std::vector<std::uint8_t>> bytes = base64Decode(encoded);
+        ASSERT_TRUE(bytes) << encoded << ": " << bytes.status().message();
+        EXPECT_EQ(std::string(bytes->begin(), bytes->end()), plain) << encoded;
+    }
+    // Every byte value round-trips through the encoder.
+    std::vector<std::uint8_t> all(256);
+    for (int i = 0; i < 256; ++i)
+        all[std::size_t(i)] = std::uint8_t(i);
+    EXPECT_EQ(*base64Decode(base64Encode(all)), all);
+    const std::pair<std::string, std::string> bad[] = {
+        {"Zm9v!A==", "byte 4: not a base64 character"},
+        {"Zm=v", "byte 2: not a base64 character"},
+        {"Z", "1 characters is not the length of any encoding"},
+        {"Zm9vY", "5 characters is not the length of any encoding"}};
+    for (const auto& [text, message] : bad) {
+        Result<std::vector<std::uint8_t>> bytes = base64Decode(text);
+        ASSERT_FALSE(bytes) << text;
+        EXPECT_NE(bytes.status().message().find(message), std::string::npos)
+            << text << ": " << bytes.status().message();
+    }
+}
+
 TEST(OpenAiProtocol, TheRequestBodyCarriesMessagesImagesToolsAndSampling) {
     ChatRequest request;
     request.messages.push_back(ChatMessage::text("system", "Be brief."));

@@ -82,7 +82,7 @@ std::vector<std::byte> makeTinyModel(const TinyModelSpec& s) {
         }
         for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
             tokens.emplace_back(special);
-            types.push_back(3);
+            types.push_back(s.endless ? 4 : 3);  // user-defined tokens never end a generation
         }
         if (s.withVisionTokens) {
             for (const char* special : {"<|vision_start|>", "<|vision_end|>", "<|image_pad|>"}) {
@@ -99,7 +99,7 @@ std::vector<std::byte> makeTinyModel(const TinyModelSpec& s) {
         w.set("tokenizer.ggml.tokens", GgufArray{tokens});
         w.set("tokenizer.ggml.token_type", GgufArray{types});
         w.set("tokenizer.ggml.merges", GgufArray{std::vector<std::string>{}});
-        w.set("tokenizer.ggml.eos_token_id", std::uint32_t(kTinyImEnd));
+        if (!s.endless) w.set("tokenizer.ggml.eos_token_id", std::uint32_t(kTinyImEnd));
         w.set("tokenizer.ggml.padding_token_id", std::uint32_t(kTinyEndOfText));
     }
     Maker m(s);

@@ -34,6 +34,10 @@ struct TinyModelSpec {
     bool withTokenizer = false;
     // With the tokenizer: <|vision_start|>, <|vision_end|>, <|image_pad|> follow <|im_end|>.
     bool withVisionTokens = false;
+    // With the tokenizer: no end-of-generation token (no eos id, the special tokens user-defined
+    // rather than control), so that greedy generation always runs to maxTokens: a generation that
+    // keeps a scheduler busy until it is cancelled.
+    bool endless = false;
 };
 
 inline constexpr std::int32_t kTinyEndOfText = 256, kTinyImStart = 257, kTinyImEnd = 258;

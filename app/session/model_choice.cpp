@@ -49,10 +49,11 @@ fs::path canonicalPath(const fs::path& path) {
 // then shared, and the new user's sequences join the running batch. If the loaded engine is
 // smaller, a second one is loaded with the new user's sizes rather than silently giving them less:
 // a shorter context would refuse long prompts in the middle of a task, and a smaller pool would
-// make `--parallel N` queue its tasks behind one another, both surprises a person who asked for
-// the size would not expect. The second engine costs its own KV pool and scratch, not a second
-// copy of the weights in memory: both map the same file read-only, so they share its pages.
-// Compute threads are not compared: they set the speed, not what the engine can serve.
+// make `--parallel N` queue its tasks behind one another, both surprises to a person who asked
+// for the size. The price, while both live, is the second engine's KV pool and its copy of the
+// weights Iris repacks at load (q8_0, q5_0, q4_0, the K-quants: kernels::packWeights); weights
+// used in place share the pages of the read-only mapped file. Compute threads are not compared:
+// they set the speed, not what the engine can serve.
 bool serves(const inference::Scheduler& scheduler, const ModelChoice& choice) {
     const inference::EngineOptions& loaded = scheduler.engine().options();
     return loaded.contextSize >= choice.contextSize && loaded.maxSessions >= choice.parallel;

@@ -23,6 +23,7 @@ namespace iris::bench {
 namespace {
 
 using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kErrorBodyLimit = 4096;  // what of a failed request's body is reported
@@ -91,26 +92,36 @@ std::string sentence(Random& random, int count) {
     return text + '.';
 }
 
+// One tool as OpenAI's "tools" array describes it, keys in the usual order.
 std::string toolSchema(Random& random, int number) {
-    Json properties = Json::object();
-    Json required = Json::array();
+    OrderedJson properties = OrderedJson::object();
+    OrderedJson required = OrderedJson::array();
     const int parameters = random.between(2, 4);
     for (int i = 0; i < parameters; ++i) {
         const std::string name = random.pick(kParameters);
         if (properties.contains(name)) continue;
-        properties[name] = {{"type", random.pick(kTypes)},
-                            {"description", sentence(random, random.between(6, 10))}};
+        const std::string type = random.pick(kTypes);
+        OrderedJson& property = properties[name];
+        property["type"] = type;
+        property["description"] = sentence(random, random.between(3, 6));
+        if (type == "integer" || type == "number") {
+            property["minimum"] = 0;
+            property["maximum"] = random.between(1, 4096);
+        } else if (type == "string" && random.below(2) == 0) {
+            OrderedJson& values = property["enum"] = OrderedJson::array();
+            for (int v = random.between(2, 5); v > 0; --v)
+                values.push_back(random.pick(kWords));
+        }
         if (random.below(2) == 0) required.push_back(name);
     }
     const std::string name =
         std::string(random.pick(kVerbs)) + '_' + random.pick(kNouns) + '_' + std::to_string(number);
-    const Json tool = {
-        {"type", "function"},
-        {"function",
-         {{"name", name},
-          {"description", sentence(random, random.between(12, 20))},
-          {"parameters",
-           {{"type", "object"}, {"properties", properties}, {"required", required}}}}}};
+    OrderedJson tool;
+    tool["type"] = "function";
+    tool["function"]["name"] = name;
+    tool["function"]["description"] = sentence(random, random.between(6, 12));
+    tool["function"]["parameters"] = {
+        {"type", "object"}, {"properties", properties}, {"required", required}};
     return tool.dump();
 }
 
@@ -336,7 +347,9 @@ double AgentLoadReport::cacheHitRate() const {
 }
 
 std::string agentSystemPrompt(int approxTokens) {
-    const auto target = static_cast<std::size_t>(std::max(approxTokens, 0)) * kCharsPerToken;
+    // JSON schemas of English words run longer than kCharsPerToken: about 4.5 characters a token
+    // with the Qwen3 vocabulary (counted with its tokenizer.json).
+    const auto target = static_cast<std::size_t>(std::max(approxTokens, 0)) * 9 / 2;
     Random random(0x1215);
     std::string text =
         "You are an agent that operates a computer for the user. Each turn you receive an "
@@ -356,14 +369,18 @@ std::string agentObservation(int session, int turn, int approxTokens) {
     std::ostringstream text;
     text << "Observation after step " << turn + 1 << ". " << sentence(random, 12) << "\n"
          << "Accessibility tree of the focused window:\n";
+    // Half prose, half elements, a third of those with coordinates: about kCharsPerToken
+    // characters a token overall (prose has more, numbers and brackets fewer).
     for (int id = 1; static_cast<std::size_t>(text.tellp()) < target; ++id) {
-        if (random.below(4) == 0) {
+        if (random.below(2) == 0) {
             text << sentence(random, random.between(8, 16)) << '\n';
             continue;
         }
         text << '[' << id << "] " << random.pick(kRoles) << " \"" << random.pick(kWords) << ' '
-             << random.pick(kWords) << "\" at (" << random.below(1920) << ", " << random.below(1080)
-             << ")\n";
+             << random.pick(kWords) << '"';
+        if (random.below(3) == 0)
+            text << " at (" << random.below(1920) << ", " << random.below(1080) << ')';
+        text << '\n';
     }
     return text.str();
 }

@@ -11,7 +11,7 @@
 //
 // The workload is deterministic: the same options send the same text, so runs against different
 // servers (Iris, llama-server, vLLM) compare like with like. Token counts are approximate (text
-// is sized at kCharsPerToken characters per token); servers that report usage tell the real ones.
+// is sized in characters, see kCharsPerToken); servers that report usage tell the real ones.
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -22,8 +22,9 @@
 
 namespace iris::bench {
 
-// The text is sized at this many characters per token, which the generated text roughly keeps
-// with a Qwen or Llama BPE vocabulary (it mixes English words, JSON, numbers and punctuation).
+// Observations are sized at this many characters a token, which their mix of English words,
+// numbers and brackets keeps with the Qwen3 vocabulary; the system prompt's JSON schemas are
+// sized at 4.5 (agentSystemPrompt). Both were counted with Qwen3's tokenizer.json.
 inline constexpr int kCharsPerToken = 4;
 
 struct AgentLoadOptions {

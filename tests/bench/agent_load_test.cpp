@@ -159,8 +159,8 @@ protected:
 TEST(AgentLoadWorkload, SharesTheSystemPromptAndVariesObservationsBySessionAndTurn) {
     EXPECT_EQ(agentSystemPrompt(1500), agentSystemPrompt(1500));
     const std::size_t chars = agentSystemPrompt(1500).size();
-    EXPECT_GE(chars, 1500u * iris::bench::kCharsPerToken);
-    EXPECT_LE(chars, 1700u * iris::bench::kCharsPerToken);
+    EXPECT_GE(chars, 1500u * 9 / 2);
+    EXPECT_LE(chars, 1600u * 9 / 2);
 
     EXPECT_EQ(agentObservation(1, 2, 300), agentObservation(1, 2, 300));
     EXPECT_NE(agentObservation(0, 2, 300), agentObservation(1, 2, 300));

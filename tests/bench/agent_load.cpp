@@ -553,11 +553,11 @@ void printReport(const AgentLoadOptions& options, const AgentLoadReport& report,
 }
 
 std::string reportJson(const AgentLoadOptions& options, const AgentLoadReport& report) {
-    Json byTurn = Json::array();
+    OrderedJson byTurn = OrderedJson::array();
     for (const double t : report.ttftMeanByTurn)
-        byTurn.push_back(t < 0 ? Json() : Json(t));
+        byTurn.push_back(t < 0 ? OrderedJson() : OrderedJson(t));
     const double rate = report.cacheHitRate();
-    const Json json = {
+    const OrderedJson json = {
         {"endpoint", options.endpoint},
         {"model", options.model},
         {"sessions", options.sessions},
@@ -579,10 +579,10 @@ std::string reportJson(const AgentLoadOptions& options, const AgentLoadReport& r
         {"tokens_per_s", report.tokensPerSecond},
         {"prompt_tokens", report.promptTokens},
         {"cached_tokens", report.cachedTokens},
-        {"cache_hit_rate", rate < 0 ? Json() : Json(rate)},
-        {"first_error", report.firstError.empty() ? Json() : Json(report.firstError)},
+        {"cache_hit_rate", rate < 0 ? OrderedJson() : OrderedJson(rate)},
+        {"first_error", report.firstError.empty() ? OrderedJson() : OrderedJson(report.firstError)},
     };
-    return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+    return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
 int agentLoadMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

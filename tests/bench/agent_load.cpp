@@ -193,7 +193,6 @@ public:
 private:
     struct Transfer {
         Session* session = nullptr;
-        RequestRecord* record = nullptr;
         ChunkStream* stream = nullptr;
         Clock::time_point start;
         std::string errorBody;  // a non-2xx answer's body, cut at kErrorBodyLimit
@@ -242,7 +241,6 @@ private:
         ChunkStream stream(record);
         Transfer t;
         t.session = this;
-        t.record = &record;
         t.stream = &stream;
         char curlError[CURL_ERROR_SIZE] = {};
         curl_easy_setopt(m_curl, CURLOPT_URL, url.c_str());
@@ -261,6 +259,7 @@ private:
 
         t.start = Clock::now();
         const CURLcode code = curl_easy_perform(m_curl);
+        curl_easy_setopt(m_curl, CURLOPT_ERRORBUFFER, nullptr);  // curlError goes out of scope
         record.total = std::chrono::duration<double>(Clock::now() - t.start).count();
         long http = 0;
         curl_easy_getinfo(m_curl, CURLINFO_RESPONSE_CODE, &http);

@@ -22,10 +22,33 @@ struct PagedKv {
     TensorType type = TensorType::F16;  // F16 or F32
 };
 
-// For query heads h in [headBegin, headEnd):
+// One query row of attendRows: `q` (headDim floats) attends to the first `length` tokens of the
+// sequence; the result goes to `out` (headDim floats).
+struct AttentionRow {
+    const float* q = nullptr;
+    float* out = nullptr;
+    std::int64_t length = 0;
+};
+
+// Rows per attendRows call on this CPU (the vector width: 16 with AVX-512, 8 with AVX2).
+int attendRowsTile();
+// Floats of scratch attendRows needs for rows of at most `maxLength` keys.
+std::int64_t attendRowsScratch(int headDim, std::int64_t maxLength);
+
+// For each of `count` <= attendRowsTile() rows, all of KV head `kvHead`:
+//   out = sum_{t < length} softmax_t(scale * q . K[t, kvHead]) V[t, kvHead]
+// Softmax in f32 with the max subtracted. The rows share each K and V row's load and widening:
+// the query heads of a GQA group, and the tokens of one sequence in a prefill chunk (each with
+// its own causal length). A row's result has the same bits whatever the other rows of the call
+// (every lane sums in key order on its own, keys past its length never touch it): what makes
+// the serving engine's batches invariant.
+void attendRows(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead, float scale,
+                float* scratch);
+
+// For query heads h in [headBegin, headEnd) of one token, through attendRows:
 //   out[h] = sum_{t < length} softmax_t(scale * q[h] . K[t, g]) V[t, g],  g = h / (heads / kvHeads)
-// q, out: (heads, headDim) f32. scratch: (headEnd - headBegin) * length floats. Softmax in f32
-// with the max subtracted. Passing all heads of one KV group at once reads its K and V once.
+// q, out: (heads, headDim) f32. scratch is not used (kept for the callers' sake): the kernel
+// keeps its own per thread.
 void attendPaged(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
                  float* out, float* scratch, int headBegin, int headEnd);
 

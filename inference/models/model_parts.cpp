@@ -105,18 +105,44 @@ void attendDense(int layer, std::span<const TokenInput> batch, const float* q, i
     const std::int64_t T = std::int64_t(batch.size()), G = cache.options().kvHeads,
                        hd = cache.options().headDim, group = heads / G;
     const float scale = 1.0f / std::sqrt(float(hd));
+    // Tiles of kernels::attendRows: a KV group's query heads for one token, or for a run of
+    // consecutive tokens of one sequence (a prefill chunk), sharing each K and V row's load.
+    struct Tile {
+        std::int64_t token, tokens;  // batch[token, token + tokens)
+        int kvHead, headBegin, headEnd;
+    };
+    const int tile = kernels::attendRowsTile();
+    const std::int64_t tokensPerTile = std::max<std::int64_t>(1, tile / group);
+    std::vector<Tile> tiles;
     std::int64_t longest = 0;
-    for (const TokenInput& in : batch)
-        longest = std::max(longest, in.slot + 1);
-    pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> scores(std::size_t(group * longest), 0.0f);
-        for (std::int64_t item = begin; item < end; ++item) {
-            const std::int64_t t = item / G;
-            const int g = int(item % G);
-            const TokenInput& in = batch[std::size_t(t)];
-            kernels::attendPaged(q + t * heads * hd, heads, pagedKv(cache, layer, in.sequence),
-                                 in.slot + 1, scale, out + t * heads * hd, scores.data(),
-                                 int(g * group), int((g + 1) * group));
+    for (std::int64_t t = 0; t < T;) {
+        std::int64_t n = 1;
+        while (t + n < T && n < tokensPerTile &&
+               batch[std::size_t(t + n)].sequence == batch[std::size_t(t)].sequence)
+            ++n;
+        for (int g = 0; g < G; ++g)
+            for (int h = int(g * group); h < int((g + 1) * group); h += tile)
+                tiles.push_back(
+                    {t, n, g, h, int(std::min<std::int64_t>((g + 1) * group, h + tile))});
+        for (std::int64_t i = t; i < t + n; ++i)
+            longest = std::max(longest, batch[std::size_t(i)].slot + 1);
+        t += n;
+    }
+    pool.parallelFor(std::int64_t(tiles.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> scratch(std::size_t(kernels::attendRowsScratch(int(hd), longest)));
+        std::vector<kernels::AttentionRow> rows(static_cast<std::size_t>(tile));
+        for (std::int64_t i = begin; i < end; ++i) {
+            const Tile& part = tiles[std::size_t(i)];
+            const TokenInput& first = batch[std::size_t(part.token)];
+            int count = 0;
+            for (std::int64_t t = part.token; t < part.token + part.tokens; ++t) {
+                for (int h = part.headBegin; h < part.headEnd; ++h) {
+                    const std::int64_t at = (t * heads + h) * hd;
+                    rows[count++] = {q + at, out + at, batch[std::size_t(t)].slot + 1};
+                }
+            }
+            kernels::attendRows(rows.data(), count, pagedKv(cache, layer, first.sequence),
+                                part.kvHead, scale, scratch.data());
         }
     });
 }

@@ -1,6 +1,5 @@
 #pragma once
-// The CPU variants behind kernels::attendPaged, for tests and benchmarks. Same contract, except
-// that scratch holds (headEnd - headBegin) * length floats.
+// The CPU variants behind kernels::attendRows and attendPaged, for tests and benchmarks.
 
 #include <cstdint>
 
@@ -9,8 +8,26 @@
 
 namespace iris::kernels::cpu {
 
+// A rows kernel (kernels::attendRows) and the head-range form over it (kernels::attendPaged).
+using AttendRowsFn = void (*)(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead,
+                              float scale, float* scratch);
 using AttendFn = void (*)(const float* q, int heads, const PagedKv& kv, std::int64_t length,
                           float scale, float* out, float* scratch, int headBegin, int headEnd);
+
+// The rows a variant takes per call, the same for every variant so that any of them can be
+// given the tiles one builds: the widest vector's lane count.
+inline constexpr int kAttendTile = 16;
+
+void attendRowsScalar(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead,
+                      float scale, float* scratch);
+void attendRowsAvx2(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead, float scale,
+                    float* scratch);
+void attendRowsAvx512(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead,
+                      float scale, float* scratch);
+
+// The head-range form over `rows`: each group's heads in tiles of kAttendTile.
+void attendHeads(AttendRowsFn rows, const float* q, int heads, const PagedKv& kv,
+                 std::int64_t length, float scale, float* out, int headBegin, int headEnd);
 
 void attendScalar(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
                   float* out, float* scratch, int headBegin, int headEnd);

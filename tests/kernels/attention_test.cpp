@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <bit>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -136,6 +137,35 @@ TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
                         << " length=" << length << " h=" << h;
                 }
             }
+        }
+    }
+}
+
+// A row's result has the same bits alone and in a full tile of rows with other lengths (the
+// tokens of a prefill chunk), which the serving engine's batch invariance rests on.
+TEST(AttentionRows, ARowHasTheSameBitsAloneAndInATileOfOtherLengths) {
+    for (TensorType type : {TensorType::F16, TensorType::F32}) {
+        const std::int64_t longest = 70;
+        const Paged paged(longest, type, 5);
+        const int d = paged.headDim, tile = attendRowsTile();
+        std::mt19937 rng(3);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> q(std::size_t(tile * d));
+        for (float& v : q)
+            v = normal(rng);
+        std::vector<float> together(q.size(), NAN), alone(std::size_t(d), NAN);
+        std::vector<AttentionRow> rows;
+        for (int r = 0; r < tile; ++r)
+            rows.push_back({q.data() + r * d, together.data() + r * d, longest - 3 * r});
+        std::vector<float> scratch(std::size_t(attendRowsScratch(d, longest)));
+        attendRows(rows.data(), tile, paged.view(), 1, 0.2f, scratch.data());
+        for (int r = 0; r < tile; ++r) {
+            const AttentionRow single{q.data() + r * d, alone.data(), longest - 3 * r};
+            attendRows(&single, 1, paged.view(), 1, 0.2f, scratch.data());
+            for (int i = 0; i < d; ++i)
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(alone[std::size_t(i)]),
+                          std::bit_cast<std::uint32_t>(together[std::size_t(r * d + i)]))
+                    << tensorTypeInfo(type).name << " row " << r << " value " << i;
         }
     }
 }

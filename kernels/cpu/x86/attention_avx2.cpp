@@ -1,7 +1,6 @@
 // Compiled with -mavx2 -mfma -mf16c; only called when the CPU has them (cpu/dispatch.h).
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/x86/attention_x86.h"
-#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -17,14 +16,18 @@ struct Vec8 {
     }
     static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
-    static float reduce(Reg v) { return horizontalSum(v); }
 };
 
 }  // namespace
 
+void attendRowsAvx2(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead, float scale,
+                    float* scratch) {
+    attendRowsX86<Vec8>(rows, count, kv, kvHead, scale, scratch);
+}
+
 void attendAvx2(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
-                float* out, float* scratch, int headBegin, int headEnd) {
-    attendX86<Vec8>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
+                float* out, float*, int headBegin, int headEnd) {
+    attendHeads(attendRowsAvx2, q, heads, kv, length, scale, out, headBegin, headEnd);
 }
 
 }  // namespace iris::kernels::cpu

@@ -1,7 +1,6 @@
 // Compiled with the AVX-512 set; only called when the CPU has it (cpu/dispatch.h).
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/x86/attention_x86.h"
-#include "kernels/cpu/x86/horizontal_sum.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -19,14 +18,18 @@ struct Vec16 {
     }
     static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
-    static float reduce(Reg v) { return horizontalSum(v); }
 };
 
 }  // namespace
 
+void attendRowsAvx512(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead,
+                      float scale, float* scratch) {
+    attendRowsX86<Vec16>(rows, count, kv, kvHead, scale, scratch);
+}
+
 void attendAvx512(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
-                  float* out, float* scratch, int headBegin, int headEnd) {
-    attendX86<Vec16>(q, heads, kv, length, scale, out, scratch, headBegin, headEnd);
+                  float* out, float*, int headBegin, int headEnd) {
+    attendHeads(attendRowsAvx512, q, heads, kv, length, scale, out, headBegin, headEnd);
 }
 
 }  // namespace iris::kernels::cpu

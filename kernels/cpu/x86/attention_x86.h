@@ -3,8 +3,8 @@
 // AVX2 (8 floats) and AVX-512 (16 floats). In an unnamed namespace for the same reason as
 // matmul_x86.h: each instruction set's copy must stay in its own translation unit.
 //
-// Each key/value row is widened to f32 in registers once and used by every query head of the
-// group, so a GQA group of 7 heads reads its K and V once, not 7 times.
+// Each key/value row is widened to f32 once per call and used by every row of the call (the
+// query heads of a GQA group, and in a prefill chunk several tokens of one sequence).
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention.h"
+#include "kernels/cpu/attention.h"
 
 namespace iris::kernels::cpu {
 namespace {
@@ -31,82 +32,88 @@ float loadScalar(const void* base, std::int64_t element, int i, bool f16) {
     return static_cast<const float*>(base)[element + i];
 }
 
-// Heads [headBegin, headEnd) of one KV group g: each K and V row is loaded once, widened in a
-// register, and used by all of the group's query heads (at most kMaxGroup at a time).
+// Up to V::kWidth rows of KV head g, a lane per row. The queries are transposed (dimension-major)
+// so that each key's score for every row is one vector: a widened K row's values are broadcast
+// and multiplied into the transposed queries, dimension by dimension, with no horizontal sums.
+// Each lane adds in dimension order and then in key order on its own, so a row's bits do not
+// depend on the other lanes. scratch: see attendRowsScratch.
 template <class V>
-void attendGroup(const float* q, const PagedKv& kv, std::int64_t length, float scale, float* out,
-                 float* scores, int g, int headBegin, int headEnd) {
-    constexpr int kMaxGroup = 8;
+void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
+                 float* scratch) {
+    constexpr int W = V::kWidth;
     const int d = kv.headDim;
     const bool f16 = kv.type == TensorType::F16;
-    const int full = d / V::kWidth * V::kWidth;
+    const int full = d / W * W;
     const auto element = [&](std::int64_t t) {
         const std::int64_t block = kv.blockTable[t / kv.blockSize];
         return ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
     };
-    for (int h0 = headBegin; h0 < headEnd; h0 += kMaxGroup) {
-        const int n = std::min(kMaxGroup, headEnd - h0);
-        float* s = scores + std::int64_t(h0 - headBegin) * length;
-        for (std::int64_t t = 0; t < length; ++t) {
-            const std::int64_t e = element(t);
-            typename V::Reg acc[kMaxGroup];
-            for (int j = 0; j < n; ++j)
-                acc[j] = V::zero();
-            for (int i = 0; i < full; i += V::kWidth) {
-                const typename V::Reg k = loadChunk<V>(kv.keys, e, i, f16);
-                for (int j = 0; j < n; ++j)
-                    acc[j] = V::fmadd(V::load(q + std::int64_t(h0 + j) * d + i), k, acc[j]);
+    // Widens row t of K or V into `to` (d floats).
+    const auto widen = [&](const void* base, std::int64_t t, float* to) {
+        const std::int64_t e = element(t);
+        for (int i = 0; i < full; i += W)
+            V::store(to + i, loadChunk<V>(base, e, i, f16));
+        for (int i = full; i < d; ++i)
+            to[i] = loadScalar<V>(base, e, i, f16);
+    };
+    std::int64_t longest = 0;
+    for (int r = 0; r < count; ++r)
+        longest = std::max(longest, rows[r].length);
+    float* qt = scratch;                                  // d x W
+    float* widened = qt + std::int64_t(d) * kAttendTile;  // up to W rows of d
+    float* s = widened + std::int64_t(d) * kAttendTile;   // longest x W
+    for (int i = 0; i < d; ++i)
+        for (int r = 0; r < W; ++r)
+            qt[i * W + r] = r < count ? rows[r].q[i] : 0.0f;
+    for (std::int64_t t = 0; t < longest; ++t) {
+        widen(kv.keys, t, widened);
+        typename V::Reg acc = V::zero();
+        for (int i = 0; i < d; ++i)
+            acc = V::fmadd(V::broadcast(widened[i]), V::load(qt + i * W), acc);
+        V::store(s + t * W, acc);
+    }
+    // Softmax per lane, over its own keys; the normalisation is folded into the weights.
+    for (int r = 0; r < count; ++r) {
+        const std::int64_t length = rows[r].length;
+        float max = -std::numeric_limits<float>::infinity();
+        for (std::int64_t t = 0; t < length; ++t)
+            max = std::max(max, s[t * W + r] *= scale);
+        float sum = 0.0f;
+        for (std::int64_t t = 0; t < length; ++t)
+            sum += (s[t * W + r] = std::exp(s[t * W + r] - max));
+        const float inv = 1.0f / sum;
+        for (std::int64_t t = 0; t < length; ++t)
+            s[t * W + r] *= inv;
+        std::fill(rows[r].out, rows[r].out + d, 0.0f);
+    }
+    // out[r] += p[t][r] V[t], in key order, W keys widened at a time.
+    for (std::int64_t t0 = 0; t0 < longest; t0 += W) {
+        const int keys = int(std::min<std::int64_t>(W, longest - t0));
+        for (int k = 0; k < keys; ++k)
+            widen(kv.values, t0 + k, widened + std::int64_t(k) * d);
+        for (int r = 0; r < count; ++r) {
+            const int mine = int(std::clamp<std::int64_t>(rows[r].length - t0, 0, keys));
+            float* out = rows[r].out;
+            for (int i = 0; i < full; i += W) {
+                typename V::Reg o = V::load(out + i);
+                for (int k = 0; k < mine; ++k)
+                    o = V::fmadd(V::broadcast(s[(t0 + k) * W + r]),
+                                 V::load(widened + std::int64_t(k) * d + i), o);
+                V::store(out + i, o);
             }
-            for (int j = 0; j < n; ++j) {
-                float dot = V::reduce(acc[j]);
-                for (int i = full; i < d; ++i)
-                    dot += q[std::int64_t(h0 + j) * d + i] * loadScalar<V>(kv.keys, e, i, f16);
-                s[std::int64_t(j) * length + t] = scale * dot;
-            }
-        }
-        // Softmax per head; the normalisation is folded into the weights.
-        for (int j = 0; j < n; ++j) {
-            float* sj = s + std::int64_t(j) * length;
-            const float max = *std::max_element(sj, sj + length);
-            float sum = 0.0f;
-            for (std::int64_t t = 0; t < length; ++t)
-                sum += (sj[t] = std::exp(sj[t] - max));
-            const float inv = 1.0f / sum;
-            for (std::int64_t t = 0; t < length; ++t)
-                sj[t] *= inv;
-            std::fill(out + std::int64_t(h0 + j) * d, out + std::int64_t(h0 + j + 1) * d, 0.0f);
-        }
-        for (std::int64_t t = 0; t < length; ++t) {
-            const std::int64_t e = element(t);
-            for (int i = 0; i < full; i += V::kWidth) {
-                const typename V::Reg v = loadChunk<V>(kv.values, e, i, f16);
-                for (int j = 0; j < n; ++j) {
-                    float* o = out + std::int64_t(h0 + j) * d + i;
-                    V::store(
-                        o, V::fmadd(V::broadcast(s[std::int64_t(j) * length + t]), v, V::load(o)));
-                }
-            }
-            for (int i = full; i < d; ++i) {
-                const float v = loadScalar<V>(kv.values, e, i, f16);
-                for (int j = 0; j < n; ++j)
-                    out[std::int64_t(h0 + j) * d + i] += s[std::int64_t(j) * length + t] * v;
-            }
+            for (int i = full; i < d; ++i)
+                for (int k = 0; k < mine; ++k)
+                    out[i] += s[(t0 + k) * W + r] * widened[std::int64_t(k) * d + i];
         }
     }
 }
 
+// Up to kAttendTile rows, V::kWidth at a time.
 template <class V>
-void attendX86(const float* q, int heads, const PagedKv& kv, std::int64_t length, float scale,
-               float* out, float* scores, int headBegin, int headEnd) {
-    const int group = heads / kv.kvHeads;
-    // Split the head range at group boundaries.
-    for (int h = headBegin; h < headEnd;) {
-        const int g = h / group;
-        const int end = std::min(headEnd, (g + 1) * group);
-        attendGroup<V>(q, kv, length, scale, out, scores + std::int64_t(h - headBegin) * length, g,
-                       h, end);
-        h = end;
-    }
+void attendRowsX86(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
+                   float* scratch) {
+    for (int r = 0; r < count; r += V::kWidth)
+        attendLanes<V>(rows + r, std::min(V::kWidth, count - r), kv, g, scale, scratch);
 }
 
 }  // namespace

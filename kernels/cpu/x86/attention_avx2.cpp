@@ -15,6 +15,7 @@ struct Vec8 {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
     static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+    static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
 };
 

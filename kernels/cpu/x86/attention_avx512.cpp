@@ -17,6 +17,7 @@ struct Vec16 {
                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
     static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+    static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
     static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
 };
 

@@ -65,12 +65,30 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
     for (int i = 0; i < d; ++i)
         for (int r = 0; r < W; ++r)
             qt[i * W + r] = r < count ? rows[r].q[i] : 0.0f;
-    for (std::int64_t t = 0; t < longest; ++t) {
-        widen(kv.keys, t, widened);
+    // Scores of kKeys keys at a time: independent chains for the FMA units, each key's lanes
+    // still summing in dimension order (the tail, one key at a time, sums the same way).
+    constexpr int kKeys = 4;
+    std::int64_t key = 0;
+    for (; key + kKeys <= longest; key += kKeys) {
+        typename V::Reg acc[kKeys];
+        for (int k = 0; k < kKeys; ++k) {
+            widen(kv.keys, key + k, widened + std::int64_t(k) * d);
+            acc[k] = V::zero();
+        }
+        for (int i = 0; i < d; ++i) {
+            const typename V::Reg column = V::load(qt + i * W);
+            for (int k = 0; k < kKeys; ++k)
+                acc[k] = V::fmadd(V::broadcast(widened[std::int64_t(k) * d + i]), column, acc[k]);
+        }
+        for (int k = 0; k < kKeys; ++k)
+            V::store(s + (key + k) * W, acc[k]);
+    }
+    for (; key < longest; ++key) {
+        widen(kv.keys, key, widened);
         typename V::Reg acc = V::zero();
         for (int i = 0; i < d; ++i)
             acc = V::fmadd(V::broadcast(widened[i]), V::load(qt + i * W), acc);
-        V::store(s + t * W, acc);
+        V::store(s + key * W, acc);
     }
     // Softmax per lane, over its own keys; the normalisation is folded into the weights.
     for (int r = 0; r < count; ++r) {
@@ -94,12 +112,15 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
         for (int r = 0; r < count; ++r) {
             const int mine = int(std::clamp<std::int64_t>(rows[r].length - t0, 0, keys));
             float* out = rows[r].out;
+            // Four chains over the keys (k mod 4), added at the end of the tile: the order is
+            // fixed by the key indices alone.
             for (int i = 0; i < full; i += W) {
-                typename V::Reg o = V::load(out + i);
+                typename V::Reg part[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
                 for (int k = 0; k < mine; ++k)
-                    o = V::fmadd(V::broadcast(s[(t0 + k) * W + r]),
-                                 V::load(widened + std::int64_t(k) * d + i), o);
-                V::store(out + i, o);
+                    part[k % 4] = V::fmadd(V::broadcast(s[(t0 + k) * W + r]),
+                                           V::load(widened + std::int64_t(k) * d + i), part[k % 4]);
+                V::store(out + i, V::add(V::load(out + i), V::add(V::add(part[0], part[1]),
+                                                                  V::add(part[2], part[3]))));
             }
             for (int i = full; i < d; ++i)
                 for (int k = 0; k < mine; ++k)

@@ -32,6 +32,24 @@ float loadScalar(const void* base, std::int64_t element, int i, bool f16) {
     return static_cast<const float*>(base)[element + i];
 }
 
+// e^x for x <= 0 (x - max in a softmax), to about 1 ulp: x = n ln 2 + r with |r| <= ln 2 / 2,
+// e^r by the degree-6 minimax polynomial of Cephes' expf, times 2^n. Below -87.3 (where e^x is
+// no longer a normal float) the result is that of -87.3; callers zero those lanes anyway.
+template <class V>
+typename V::Reg expNonPositive(typename V::Reg x) {
+    x = V::max(x, V::broadcast(-87.3f));
+    const typename V::Reg n = V::round(V::mul(x, V::broadcast(1.44269504088896341f)));
+    typename V::Reg r = V::fmadd(n, V::broadcast(-0.693359375f), x);
+    r = V::fmadd(n, V::broadcast(2.12194440e-4f), r);
+    typename V::Reg p = V::broadcast(1.9875691500e-4f);
+    for (const float c :
+         {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+        p = V::fmadd(p, r, V::broadcast(c));
+    const typename V::Reg e =
+        V::add(V::fmadd(V::mul(p, r), r, r), V::broadcast(1.0f));  // 1 + r + p r^2
+    return V::timesPowerOfTwo(e, n);
+}
+
 // Up to V::kWidth rows of KV head g, a lane per row. The queries are transposed (dimension-major)
 // so that each key's score for every row is one vector: a widened K row's values are broadcast
 // and multiplied into the transposed queries, dimension by dimension, with no horizontal sums.
@@ -90,20 +108,32 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
             acc = V::fmadd(V::broadcast(widened[i]), V::load(qt + i * W), acc);
         V::store(s + key * W, acc);
     }
-    // Softmax per lane, over its own keys; the normalisation is folded into the weights.
-    for (int r = 0; r < count; ++r) {
-        const std::int64_t length = rows[r].length;
-        float max = -std::numeric_limits<float>::infinity();
-        for (std::int64_t t = 0; t < length; ++t)
-            max = std::max(max, s[t * W + r] *= scale);
-        float sum = 0.0f;
-        for (std::int64_t t = 0; t < length; ++t)
-            sum += (s[t * W + r] = std::exp(s[t * W + r] - max));
-        const float inv = 1.0f / sum;
-        for (std::int64_t t = 0; t < length; ++t)
-            s[t * W + r] *= inv;
-        std::fill(rows[r].out, rows[r].out + d, 0.0f);
+    // Softmax per lane over its own keys (a key past a lane's length counts as -inf, so it adds
+    // exactly 0): max, exponentials and sum in key order; the normalisation is folded into the
+    // weights.
+    float lengths[W];
+    for (int r = 0; r < W; ++r)
+        lengths[r] = r < count ? float(rows[r].length) : 0.0f;  // exact below 2^24 keys
+    const typename V::Reg lens = V::load(lengths),
+                          minusInf = V::broadcast(-std::numeric_limits<float>::infinity());
+    typename V::Reg max = minusInf, sum = V::zero();
+    for (std::int64_t t = 0; t < longest; ++t) {
+        const typename V::Reg scaled = V::mul(V::load(s + t * W), V::broadcast(scale));
+        max = V::max(max, V::ifLess(V::broadcast(float(t)), lens, scaled, minusInf));
+        V::store(s + t * W, scaled);
     }
+    for (std::int64_t t = 0; t < longest; ++t) {
+        const typename V::Reg e =
+            V::ifLess(V::broadcast(float(t)), lens,
+                      expNonPositive<V>(V::sub(V::load(s + t * W), max)), V::zero());
+        sum = V::add(sum, e);
+        V::store(s + t * W, e);
+    }
+    const typename V::Reg inv = V::div(V::broadcast(1.0f), sum);
+    for (std::int64_t t = 0; t < longest; ++t)
+        V::store(s + t * W, V::mul(V::load(s + t * W), inv));
+    for (int r = 0; r < count; ++r)
+        std::fill(rows[r].out, rows[r].out + d, 0.0f);
     // out[r] += p[t][r] V[t], in key order, W keys widened at a time.
     for (std::int64_t t0 = 0; t0 < longest; t0 += W) {
         const int keys = int(std::min<std::int64_t>(W, longest - t0));

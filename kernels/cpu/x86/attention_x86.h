@@ -144,13 +144,23 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
             float* out = rows[r].out;
             // Four chains over the keys (k mod 4), added at the end of the tile: the order is
             // fixed by the key indices alone.
+            const auto weight = [&](int k) { return V::broadcast(s[(t0 + k) * W + r]); };
             for (int i = 0; i < full; i += W) {
-                typename V::Reg part[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
-                for (int k = 0; k < mine; ++k)
-                    part[k % 4] = V::fmadd(V::broadcast(s[(t0 + k) * W + r]),
-                                           V::load(widened + std::int64_t(k) * d + i), part[k % 4]);
-                V::store(out + i, V::add(V::load(out + i), V::add(V::add(part[0], part[1]),
-                                                                  V::add(part[2], part[3]))));
+                const auto value = [&](int k) {
+                    return V::load(widened + std::int64_t(k) * d + i);
+                };
+                typename V::Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+                int k = 0;
+                for (; k + 4 <= mine; k += 4) {
+                    a0 = V::fmadd(weight(k), value(k), a0);
+                    a1 = V::fmadd(weight(k + 1), value(k + 1), a1);
+                    a2 = V::fmadd(weight(k + 2), value(k + 2), a2);
+                    a3 = V::fmadd(weight(k + 3), value(k + 3), a3);
+                }
+                if (k < mine) a0 = V::fmadd(weight(k), value(k), a0);
+                if (k + 1 < mine) a1 = V::fmadd(weight(k + 1), value(k + 1), a1);
+                if (k + 2 < mine) a2 = V::fmadd(weight(k + 2), value(k + 2), a2);
+                V::store(out + i, V::add(V::load(out + i), V::add(V::add(a0, a1), V::add(a2, a3))));
             }
             for (int i = full; i < d; ++i)
                 for (int k = 0; k < mine; ++k)

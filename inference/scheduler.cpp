@@ -97,7 +97,6 @@ struct Scheduler::Sequence {
     Status failure;     // the step that ran it failed
 
     std::int64_t pending() const { return std::int64_t(slots.items.size()) - computed; }
-    bool decoding() const { return computed >= promptSlots; }
 };
 
 // ---- Scheduler --------------------------------------------------------------------------------

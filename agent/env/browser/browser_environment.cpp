@@ -776,7 +776,9 @@ Result<std::unique_ptr<BrowserEnvironment>> BrowserEnvironment::create(BrowserOp
     const QString scheme = asUrl.scheme().toLower();
     const bool isWeb = asUrl.isValid() && (scheme == u"http" || scheme == u"https");
     const bool isFileUrl = asUrl.isValid() && scheme == u"file";
-    if (isWeb) {
+    // about:blank: an empty page, where a task without a project starts (OSWorld's Chrome
+    // tasks open their pages in config steps).
+    if (isWeb || start == u"about:blank") {
         impl->startUrl = asUrl;
     } else if (!isFileUrl && scheme.size() > 1) {
         return Status::invalidArgument("browser startUrl \"" + options.startUrl +

@@ -50,6 +50,36 @@ typename V::Reg expNonPositive(typename V::Reg x) {
     return V::timesPowerOfTwo(e, n);
 }
 
+// Softmax per lane of the scores s (longest keys x W lanes) over each lane's own keys (a key past
+// a lane's length counts as -inf, so it adds exactly 0): scale, max, exponentials and sum in key
+// order; the normalisation is folded into the weights.
+template <class V>
+void softmaxLanes(float* s, std::int64_t longest, const AttentionRow* rows, int count,
+                  float scale) {
+    constexpr int W = V::kWidth;
+    float lengths[W];
+    for (int r = 0; r < W; ++r)
+        lengths[r] = r < count ? float(rows[r].length) : 0.0f;  // exact below 2^24 keys
+    const typename V::Reg lens = V::load(lengths),
+                          minusInf = V::broadcast(-std::numeric_limits<float>::infinity());
+    typename V::Reg max = minusInf, sum = V::zero();
+    for (std::int64_t t = 0; t < longest; ++t) {
+        const typename V::Reg scaled = V::mul(V::load(s + t * W), V::broadcast(scale));
+        max = V::max(max, V::ifLess(V::broadcast(float(t)), lens, scaled, minusInf));
+        V::store(s + t * W, scaled);
+    }
+    for (std::int64_t t = 0; t < longest; ++t) {
+        const typename V::Reg e =
+            V::ifLess(V::broadcast(float(t)), lens,
+                      expNonPositive<V>(V::sub(V::load(s + t * W), max)), V::zero());
+        sum = V::add(sum, e);
+        V::store(s + t * W, e);
+    }
+    const typename V::Reg inv = V::div(V::broadcast(1.0f), sum);
+    for (std::int64_t t = 0; t < longest; ++t)
+        V::store(s + t * W, V::mul(V::load(s + t * W), inv));
+}
+
 // Up to V::kWidth rows of KV head g, a lane per row. The queries are transposed (dimension-major)
 // so that each key's score for every row is one vector: a widened K row's values are broadcast
 // and multiplied into the transposed queries, dimension by dimension, with no horizontal sums.
@@ -108,30 +138,7 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
             acc = V::fmadd(V::broadcast(widened[i]), V::load(qt + i * W), acc);
         V::store(s + key * W, acc);
     }
-    // Softmax per lane over its own keys (a key past a lane's length counts as -inf, so it adds
-    // exactly 0): max, exponentials and sum in key order; the normalisation is folded into the
-    // weights.
-    float lengths[W];
-    for (int r = 0; r < W; ++r)
-        lengths[r] = r < count ? float(rows[r].length) : 0.0f;  // exact below 2^24 keys
-    const typename V::Reg lens = V::load(lengths),
-                          minusInf = V::broadcast(-std::numeric_limits<float>::infinity());
-    typename V::Reg max = minusInf, sum = V::zero();
-    for (std::int64_t t = 0; t < longest; ++t) {
-        const typename V::Reg scaled = V::mul(V::load(s + t * W), V::broadcast(scale));
-        max = V::max(max, V::ifLess(V::broadcast(float(t)), lens, scaled, minusInf));
-        V::store(s + t * W, scaled);
-    }
-    for (std::int64_t t = 0; t < longest; ++t) {
-        const typename V::Reg e =
-            V::ifLess(V::broadcast(float(t)), lens,
-                      expNonPositive<V>(V::sub(V::load(s + t * W), max)), V::zero());
-        sum = V::add(sum, e);
-        V::store(s + t * W, e);
-    }
-    const typename V::Reg inv = V::div(V::broadcast(1.0f), sum);
-    for (std::int64_t t = 0; t < longest; ++t)
-        V::store(s + t * W, V::mul(V::load(s + t * W), inv));
+    softmaxLanes<V>(s, longest, rows, count, scale);
     for (int r = 0; r < count; ++r)
         std::fill(rows[r].out, rows[r].out + d, 0.0f);
     // out[r] += p[t][r] V[t], in key order, W keys widened at a time.

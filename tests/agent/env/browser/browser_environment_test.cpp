@@ -398,6 +398,8 @@ TEST(BrowserEnvironmentCreate, RejectsBadOptionsNamingTheProblem) {
     EXPECT_NE(noIndexUrl.message().find("index.html"), std::string::npos);
     EXPECT_EQ(status("").code(), StatusCode::InvalidArgument);
     EXPECT_EQ(status("ftp://example.com/").code(), StatusCode::InvalidArgument);
+    EXPECT_EQ(status("about:config").code(), StatusCode::InvalidArgument);
+    EXPECT_TRUE(status("about:blank").isOk());  // where an evaluation task without a project starts
     const Status zero = status("https://example.com/", 0);
     EXPECT_EQ(zero.code(), StatusCode::InvalidArgument);
     EXPECT_NE(zero.message().find("viewport"), std::string::npos);

@@ -538,12 +538,14 @@ void Scheduler::finish(Sequence& sequence, const Status& failure) {
         result.decodeSeconds = secondsBetween(*sequence.firstLogits, end);
     }
     {
-        // Before the client hears of it: its blocks are counted as released.
+        // Before the client hears of it: its blocks and place are counted as released.
         std::lock_guard lock(m_mutex);
         ++m_stats.finished;
         m_stats.promptTokens += result.promptTokens;
         m_stats.kvBlocksUsed = m_engine->cache().usedBlocks();
         m_stats.kvBlocksCached = m_engine->cache().cachedBlocks();
+        m_stats.waiting = int(m_waiting.size());  // it has left its queue already
+        m_stats.running = int(m_running.size());
     }
     if (failure.isOk())
         sequence.handle->finish(std::move(result));

@@ -280,6 +280,16 @@ std::vector<GenerateRequest> imageRequests(const Engine& engine, const std::stri
     return out;
 }
 
+// The first request alone (it fills the prefix cache), then the others together.
+std::vector<GenerateResult> firstThenTheRest(Scheduler& scheduler,
+                                             const std::vector<GenerateRequest>& requests) {
+    std::vector<GenerateResult> got = scheduled(scheduler, {requests.front()});
+    for (GenerateResult& r :
+         scheduled(scheduler, std::vector<GenerateRequest>(requests.begin() + 1, requests.end())))
+        got.push_back(std::move(r));
+    return got;
+}
+
 TEST(SchedulerImages, MropePositionsAfterImagesStayExactThroughThePrefixCache) {
     testing::ScratchDir scratch("iris_scheduler_vl");
     testing::TinyModelSpec spec;
@@ -303,12 +313,7 @@ TEST(SchedulerImages, MropePositionsAfterImagesStayExactThroughThePrefixCache) {
         imageRequests(scheduler->engine(), "<|vision_start|>",
                       "<|vision_end|>an image with some text after it: ", 4);
     const std::vector<GenerateResult> want = referenceRuns(setup, all);
-    // One first (it fills the cache), then the rest together.
-    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1),
-        rest(all.begin() + 1, all.end());
-    std::vector<GenerateResult> got = scheduled(*scheduler, first);
-    for (GenerateResult& r : scheduled(*scheduler, rest))
-        got.push_back(std::move(r));
+    const std::vector<GenerateResult> got = firstThenTheRest(*scheduler, all);
     expectSameTokens(got, want);
     ASSERT_GT(want[0].imageTokens, 16);
     for (std::size_t i = 1; i < got.size(); ++i)  // the image's blocks came from the cache
@@ -336,11 +341,7 @@ TEST(SchedulerMiniMaxM3, SparseAttentionIndexerKeysComeAlongWithCachedBlocks) {
     const std::vector<GenerateRequest> all =
         imageRequests(scheduler->engine(), text + vision.imageBegin, vision.imageEnd, 4);
     const std::vector<GenerateResult> want = referenceRuns(setup, all);
-    const std::vector<GenerateRequest> first(all.begin(), all.begin() + 1),
-        rest(all.begin() + 1, all.end());
-    std::vector<GenerateResult> got = scheduled(*scheduler, first);
-    for (GenerateResult& r : scheduled(*scheduler, rest))
-        got.push_back(std::move(r));
+    const std::vector<GenerateResult> got = firstThenTheRest(*scheduler, all);
     expectSameTokens(got, want);
     ASSERT_GT(want[0].promptTokens, 5 * 16);
     for (std::size_t i = 1; i < got.size(); ++i)

@@ -902,6 +902,13 @@ Result<cv::Mat> BrowserEnvironment::fullPageScreenshot() {
         std::clamp(static_cast<int>(std::lround(values[2].toDouble())), height, kMaxFullPageHeight);
     if (documentHeight == height) return d.grabStable(width, height);
 
+    // At the top before the resize: a view as tall as the document has nothing to scroll, but
+    // the renderer clamps the old offset asynchronously and under load paints a frame or two
+    // still scrolled, which the stable grab then takes.
+    IRIS_RETURN_IF_ERROR(d.runScript(QStringLiteral("window.scrollTo(0, 0); true"),
+                                     QWebEngineScript::ApplicationWorld, d.options.settleTimeoutMs)
+                             .status()
+                             .withContext("full-page screenshot: "));
     d.fit(width, documentHeight);
     Status settled = d.settle(d.options.settleTimeoutMs, true);
     cv::Mat image;

@@ -243,7 +243,11 @@ TEST_F(LocalEngineClientTest, CancelsFromTheStreamOrFromCancel) {
         local->complete(request, [](std::string_view) { return false; });
     EXPECT_EQ(byCallback.status().code(), StatusCode::Cancelled);
 
-    const Result<ChatResponse> byCancel = local->complete(request, [&](std::string_view) {
+    // Room for many tokens: the scheduler decodes ahead of the stream, and a cancel that arrives
+    // after the last token finds the answer already complete.
+    ChatRequest longer = request;
+    longer.maxTokens = 200;
+    const Result<ChatResponse> byCancel = local->complete(longer, [&](std::string_view) {
         local->cancel();  // as another thread would; seen at the next token
         return true;
     });

@@ -9,6 +9,7 @@
 #include "app/cli/engine_commands.h"
 #include "app/cli/eval/eval_command.h"
 #include "app/cli/inspect_command.h"
+#include "app/cli/models_commands.h"
 #include "app/version.h"
 
 namespace iris::app {
@@ -32,6 +33,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"render", "a deterministic screenshot of a web page", runRender},
     Subcommand{"generate", "continue a prompt with a GGUF model (streams the text)", runGenerate},
     Subcommand{"serve", "an OpenAI-compatible HTTP server over a GGUF model", runServe},
+    Subcommand{"models", "find, download, verify and check computer-use models", runModels},
     Subcommand{"tokenize", "print the token ids of a text under a model's tokenizer", runTokenize},
     Subcommand{"bench", "measure prefill and decode speed against this machine's memory bandwidth",
                runBench},

@@ -1,0 +1,11 @@
+#pragma once
+// `iris models SUBCOMMAND ...`: find, download, verify, inspect and check computer-use models.
+// runModels dispatches on the first argument through the table in models_command.cpp; each
+// subcommand's entry point has its own file and returns the process exit code (0 success, 1 the
+// work failed, 2 bad usage).
+
+namespace iris::app {
+
+int runModels(int argc, char** argv);  // models_command.cpp
+
+}  // namespace iris::app

@@ -800,4 +800,17 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
     return out;
 }
 
+std::string ChatTemplate::toolCallOpening(std::string_view toolName) const {
+    if (m_kind == ChatTemplateKind::MiniMaxM3) {
+        std::string out = m3Tag("tool_call") + "\n";
+        if (!toolName.empty())
+            out += std::string(kMiniMaxNamespace) + "<invoke name=\"" + std::string(toolName) + "\">";
+        return out;
+    }
+    std::string out = "<tool_call>\n";
+    if (!toolName.empty())
+        out += "{\"name\": " + Json(std::string(toolName)).dump() + ", \"arguments\": ";
+    return out;
+}
+
 }  // namespace iris::inference

@@ -74,6 +74,14 @@ public:
     Result<std::string> render(const std::vector<ChatMessage>& messages,
                                const ChatOptions& options) const;
 
+    // The text that opens a tool call in this template's syntax, naming `toolName` unless it is
+    // empty: a server appends it to the generation prompt so that the model's answer is a call
+    // (OpenAI's tool_choice "required", or a named function), and reads the answer as this text
+    // followed by what was generated. Qwen: `<tool_call>\n{"name": "N", "arguments": `;
+    // MiniMax-M3: NS<tool_call>\nNS<invoke name="N">. Both start at a special token, so
+    // encoding it apart from the prompt gives the tokens the joined text would.
+    std::string toolCallOpening(std::string_view toolName) const;
+
 private:
     ChatTemplateKind m_kind;
 };

@@ -1,5 +1,6 @@
 #include "app/cli/serve/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -284,22 +285,46 @@ Result<agent::ToolDefinition> tool(const Json& json, const std::string& where) {
     return out;
 }
 
-// tools and tool_choice: whether the answer is read for tool calls.
+// tool_choice: "none", "auto" (unset: nullopt for both), "required" (an empty name) or a
+// function named by an object.
+Result<std::optional<std::string>> readToolChoice(const Json& choice, bool& none) {
+    if (choice.is_string()) {
+        const std::string value = choice.get<std::string>();
+        if (value != "none" && value != "auto" && value != "required")
+            return fieldError("tool_choice", "expected none, auto, required or an object");
+        none = value == "none";
+        if (value == "required") return std::optional<std::string>(std::string());
+        return std::optional<std::string>();
+    }
+    if (!choice.is_object()) return fieldError("tool_choice", "expected a string or an object");
+    const Json* type = member(choice, "type");
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "function")
+        return fieldError("tool_choice.type", "expected \"function\"");
+    const Json* function = member(choice, "function");
+    if (function == nullptr || !function->is_object())
+        return fieldError("tool_choice.function", "expected an object with a name");
+    Result<std::string> name = string(*function, "name", "tool_choice.function.");
+    IRIS_RETURN_IF_ERROR(name.status());
+    if (name->empty()) return fieldError("tool_choice.function.name", "empty");
+    return std::optional<std::string>(std::move(*name));
+}
+
+// tools and tool_choice: whether the answer is read for tool calls, and whether it must be one.
 Status readTools(const Json& object, ChatCompletionRequest& request) {
     const Json* tools = member(object, "tools");
-    if (tools == nullptr) return Status::ok();
-    if (!tools->is_array()) return fieldError("tools", "expected an array");
+    const Json* choice = member(object, "tool_choice");
     bool none = false;
-    if (const Json* choice = member(object, "tool_choice")) {
-        if (choice->is_string()) {
-            const std::string value = choice->get<std::string>();
-            if (value != "none" && value != "auto" && value != "required")
-                return fieldError("tool_choice", "expected none, auto, required or an object");
-            none = value == "none";
-        } else if (!choice->is_object()) {
-            return fieldError("tool_choice", "expected a string or an object");
-        }
+    std::optional<std::string> forced;
+    if (choice != nullptr) {
+        Result<std::optional<std::string>> read = readToolChoice(*choice, none);
+        IRIS_RETURN_IF_ERROR(read.status());
+        forced = std::move(*read);
     }
+    if (tools == nullptr) {
+        if (forced) return fieldError("tool_choice", "asks for a tool call, but no tools are given");
+        return Status::ok();
+    }
+    if (!tools->is_array()) return fieldError("tools", "expected an array");
     if (none) return Status::ok();  // the model is not told of tools it may not call
     for (std::size_t i = 0; i < tools->size(); ++i) {
         Result<agent::ToolDefinition> definition =
@@ -308,6 +333,13 @@ Status readTools(const Json& object, ChatCompletionRequest& request) {
         request.chat.tools.push_back(std::move(*definition));
     }
     request.parseToolCalls = !request.chat.tools.empty();
+    if (forced && request.chat.tools.empty())
+        return fieldError("tool_choice", "asks for a tool call, but the tools array is empty");
+    if (forced && !forced->empty() &&
+        std::none_of(request.chat.tools.begin(), request.chat.tools.end(),
+                     [&](const agent::ToolDefinition& t) { return t.name == *forced; }))
+        return fieldError("tool_choice.function.name", "no tool named '" + *forced + "' in tools");
+    request.forcedToolCall = std::move(forced);
     return Status::ok();
 }
 

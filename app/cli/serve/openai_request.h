@@ -30,6 +30,9 @@ struct GenerationSettings {
 struct ChatCompletionRequest {
     agent::ChatRequest chat;  // messages (images as decoded data-URL bytes) and tools
     bool parseToolCalls = false;  // tools offered and tool_choice is not "none"
+    // tool_choice "required" (an empty name) or {"type": "function", "function": {"name": N}}:
+    // the answer is made to open a call (inference::ChatTemplate::toolCallOpening).
+    std::optional<std::string> forcedToolCall;
     GenerationSettings settings;
 };
 

@@ -27,28 +27,25 @@ Json headObject(const ResponseHead& head, const char* object) {
     return {{"id", head.id}, {"object", object}, {"created", head.created}, {"model", head.model}};
 }
 
-Json toolCallsArray(const std::vector<agent::ToolCall>& calls, bool withIndex) {
-    Json out = Json::array();
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        Json call = Json::object();
-        if (withIndex) call["index"] = i;
-        call["id"] = calls[i].id;
-        call["type"] = "function";
-        call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
-        out.push_back(std::move(call));
-    }
-    return out;
+Json toolCallObject(const agent::ToolCall& call) {
+    return {{"id", call.id},
+            {"type", "function"},
+            {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-Json messageObject(const ChatAnswer& answer, bool withIndex) {
+Json messageObject(const ChatAnswer& answer) {
     Json message = {{"role", "assistant"}};
     if (answer.content.empty() && !answer.toolCalls.empty())
         message["content"] = nullptr;
     else
         message["content"] = answer.content;
     if (!answer.reasoning.empty()) message["reasoning_content"] = answer.reasoning;
-    if (!answer.toolCalls.empty())
-        message["tool_calls"] = toolCallsArray(answer.toolCalls, withIndex);
+    if (!answer.toolCalls.empty()) {
+        Json calls = Json::array();
+        for (const agent::ToolCall& call : answer.toolCalls)
+            calls.push_back(toolCallObject(call));
+        message["tool_calls"] = std::move(calls);
+    }
     return message;
 }
 
@@ -99,7 +96,7 @@ std::string chatCompletionJson(const ResponseHead& head, const ChatAnswer& answe
                                const char* finishReason, const Usage& usage) {
     Json json = headObject(head, "chat.completion");
     json["choices"] = Json::array({{{"index", 0},
-                                    {"message", messageObject(answer, false)},
+                                    {"message", messageObject(answer)},
                                     {"finish_reason", finish(finishReason)}}});
     json["usage"] = usageObject(usage);
     return dump(json);
@@ -122,8 +119,14 @@ std::string contentDeltaJson(std::string_view text) {
     return dump(Json{{"content", std::string(text)}});
 }
 
-std::string answerDeltaJson(const ChatAnswer& answer) {
-    return dump(messageObject(answer, true));
+std::string reasoningDeltaJson(std::string_view text) {
+    return dump(Json{{"reasoning_content", std::string(text)}});
+}
+
+std::string toolCallDeltaJson(const agent::ToolCall& call, int index) {
+    Json entry = {{"index", index}};
+    entry.update(toolCallObject(call));
+    return dump(Json{{"tool_calls", Json::array({std::move(entry)})}});
 }
 
 std::string usageChunkJson(const ResponseHead& head, const char* object, const Usage& usage) {

@@ -50,10 +50,13 @@ std::string chatCompletionJson(const ResponseHead& head, const ChatAnswer& answe
 // chunk's empty delta with its finish reason.
 std::string chatChunkJson(const ResponseHead& head, std::string_view deltaJson,
                           const char* finishReason = nullptr);
-// The delta objects: the first chunk's role, a text piece, and a whole answer's tool calls.
+// The delta objects: the first chunk's role and a text piece.
 std::string roleDeltaJson();
 std::string contentDeltaJson(std::string_view text);
-std::string answerDeltaJson(const ChatAnswer& answer);
+// A streamed piece of reasoning ({"reasoning_content": "..."}), and one whole tool call at
+// `index` of the answer's calls ({"tool_calls": [{"index", "id", "type", "function"}]}).
+std::string reasoningDeltaJson(std::string_view text);
+std::string toolCallDeltaJson(const agent::ToolCall& call, int index);
 // The last chunk of a stream whose request asked for stream_options.include_usage: no choices.
 std::string usageChunkJson(const ResponseHead& head, const char* object, const Usage& usage);
 

@@ -79,12 +79,15 @@ private:
     void fail(httplib::Response& response, const Status& status) const;
     std::shared_ptr<Job> submit(httplib::Response& response, inference::GenerateRequest request,
                                 const GenerationSettings& settings, const char* idPrefix);
+    // The generation's tokens to onText (when set) until it ends; cancels it once onText says
+    // false or `connected` does (asked every kPoll while no token comes).
     Result<inference::GenerateResult> follow(Job& job,
                                              const std::function<bool(std::string_view)>& onText,
-                                             httplib::DataSink* sink);
-    void answerChat(Job& job, httplib::Response& response);
+                                             const std::function<bool()>& connected);
+    void answerChat(Job& job, const httplib::Request& request, httplib::Response& response);
     bool streamChat(Job& job, httplib::DataSink& sink);
-    void answerCompletion(Job& job, httplib::Response& response);
+    void answerCompletion(Job& job, const httplib::Request& request,
+                          httplib::Response& response);
     bool streamCompletion(Job& job, httplib::DataSink& sink);
     bool streamFailed(Job& job, httplib::DataSink& sink,
                       const Result<inference::GenerateResult>& result);

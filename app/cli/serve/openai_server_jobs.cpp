@@ -4,6 +4,8 @@
 
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_protocol.h"
+#include "app/cli/serve/answer_stream.h"
+#include "app/cli/serve/client_connection.h"
 #include "app/cli/serve/openai_request.h"
 #include "app/cli/serve/openai_response.h"
 #include "app/cli/serve/openai_server.h"
@@ -68,6 +70,13 @@ bool finishStream(httplib::DataSink& sink, const std::vector<std::string>& event
     return true;
 }
 
+// For an answer sent whole: whether its client is still there (see ClientConnection).
+std::function<bool()> connectionWatch(const httplib::Request& request) {
+    auto connection = std::make_shared<ClientConnection>(request.remote_addr, request.remote_port,
+                                                         request.local_addr, request.local_port);
+    return [connection] { return connection->connected(); };
+}
+
 Usage usageOf(const inference::GenerateResult& result) {
     return {result.promptTokens, std::int64_t(result.tokens.size()), result.reusedTokens};
 }
@@ -84,6 +93,9 @@ struct OpenAiServer::Job {
     bool parseToolCalls = false;
     bool miniMax = false;
     std::vector<std::string> toolsJson;
+    // tool_choice required or named: the opening of a call, appended to the prompt, which the
+    // answer is read as starting with.
+    std::string forcedText;
 };
 
 inference::Scheduler* OpenAiServer::ready(httplib::Response& response) const {
@@ -158,15 +170,23 @@ std::shared_ptr<OpenAiServer::Job> OpenAiServer::submit(httplib::Response& respo
 }
 
 Result<inference::GenerateResult> OpenAiServer::follow(
-    Job& job, const std::function<bool(std::string_view)>& onText, httplib::DataSink* sink) {
+    Job& job, const std::function<bool(std::string_view)>& onText,
+    const std::function<bool()>& connected) {
     std::optional<Clock::time_point> last;
+    Clock::time_point asked = Clock::now();  // when `connected` was last asked
     auto leave = [&] {
         job.clientGone = true;
         job.handle->cancel();
         m_metrics.countDisconnect();
     };
     for (inference::TokenEvent event;;) {
-        switch (job.handle->next(event, kPoll)) {
+        const inference::GenerationHandle::Poll poll = job.handle->next(event, kPoll);
+        if (!job.clientGone && poll != inference::GenerationHandle::Poll::Finished &&
+            Clock::now() - asked >= kPoll) {
+            asked = Clock::now();
+            if (!connected()) leave();
+        }
+        switch (poll) {
             case inference::GenerationHandle::Poll::Token: {
                 const Clock::time_point now = Clock::now();
                 const double seconds =
@@ -181,7 +201,6 @@ Result<inference::GenerateResult> OpenAiServer::follow(
                 break;
             }
             case inference::GenerationHandle::Poll::Timeout:
-                if (!job.clientGone && sink != nullptr && !sink->is_writable()) leave();
                 break;
             case inference::GenerationHandle::Poll::Finished:
                 return job.handle->result();
@@ -197,6 +216,13 @@ void OpenAiServer::chatCompletions(const httplib::Request& request, httplib::Res
     const inference::Engine& engine = scheduler->engine();
     Result<inference::GenerateRequest> prompt = chatPrompt(engine, parsed->chat);
     if (!prompt) return fail(response, prompt.status());
+    std::string forcedText;
+    if (parsed->forcedToolCall) {
+        forcedText = engine.chatTemplate().toolCallOpening(*parsed->forcedToolCall);
+        const std::vector<std::int32_t> opening =
+            engine.tokenizer().encode(forcedText, /*parseSpecial=*/true);
+        prompt->prompt.insert(prompt->prompt.end(), opening.begin(), opening.end());
+    }
     std::vector<std::string> toolsJson;
     for (const agent::ToolDefinition& tool : parsed->chat.tools) {
         Result<std::string> json = agent::openAiToolJson(tool);
@@ -208,7 +234,8 @@ void OpenAiServer::chatCompletions(const httplib::Request& request, httplib::Res
     job->parseToolCalls = parsed->parseToolCalls;
     job->miniMax = engine.chatTemplate().kind() == inference::ChatTemplateKind::MiniMaxM3;
     job->toolsJson = std::move(toolsJson);
-    if (!parsed->settings.stream) return answerChat(*job, response);
+    job->forcedText = std::move(forcedText);
+    if (!parsed->settings.stream) return answerChat(*job, request, response);
     response.set_chunked_content_provider(
         "text/event-stream",
         [this, job](std::size_t, httplib::DataSink& sink) { return streamChat(*job, sink); },
@@ -224,29 +251,31 @@ void OpenAiServer::completions(const httplib::Request& request, httplib::Respons
     if (!prompt) return fail(response, prompt.status());
     std::shared_ptr<Job> job = submit(response, std::move(*prompt), parsed->settings, "cmpl");
     if (job == nullptr) return;
-    if (!parsed->settings.stream) return answerCompletion(*job, response);
+    if (!parsed->settings.stream) return answerCompletion(*job, request, response);
     response.set_chunked_content_provider(
         "text/event-stream",
         [this, job](std::size_t, httplib::DataSink& sink) { return streamCompletion(*job, sink); },
         [job](bool) { job->handle->cancel(); });
 }
 
-void OpenAiServer::answerChat(Job& job, httplib::Response& response) {
-    Result<inference::GenerateResult> result = follow(job, nullptr, nullptr);
+void OpenAiServer::answerChat(Job& job, const httplib::Request& request,
+                              httplib::Response& response) {
+    Result<inference::GenerateResult> result = follow(job, nullptr, connectionWatch(request));
     if (result && result->stop == inference::StopReason::Cancelled)
         result = Status::cancelled("the generation was cancelled");
     if (!result) return fail(response, result.status());
     noteTokens(result->promptTokens, std::int64_t(result->tokens.size()));
-    const ChatAnswer answer = readChatAnswer(result->text, job.parseToolCalls, job.miniMax,
-                                             job.toolsJson, job.head.id);
+    const ChatAnswer answer = readChatAnswer(job.forcedText + result->text, job.parseToolCalls,
+                                             job.miniMax, job.toolsJson, job.head.id);
     response.set_content(chatCompletionJson(job.head, answer,
                                             finishReason(result->stop, !answer.toolCalls.empty()),
                                             usageOf(*result)),
                          "application/json");
 }
 
-void OpenAiServer::answerCompletion(Job& job, httplib::Response& response) {
-    Result<inference::GenerateResult> result = follow(job, nullptr, nullptr);
+void OpenAiServer::answerCompletion(Job& job, const httplib::Request& request,
+                                    httplib::Response& response) {
+    Result<inference::GenerateResult> result = follow(job, nullptr, connectionWatch(request));
     if (result && result->stop == inference::StopReason::Cancelled)
         result = Status::cancelled("the generation was cancelled");
     if (!result) return fail(response, result.status());
@@ -278,30 +307,48 @@ bool OpenAiServer::streamChat(Job& job, httplib::DataSink& sink) {
         job.handle->cancel();
         return false;
     }
-    // Answers read for tool calls (or MiniMax-M3's reasoning) go out whole at the end: a call's
-    // text is not content, and it is known to be one only once its block is complete.
-    const bool whole = job.parseToolCalls || job.miniMax;
+    // Answers read for tool calls (or MiniMax-M3's reasoning) go through an AnswerStream: text
+    // as it comes, each call once its block is complete.
+    std::optional<AnswerStream> reader;
+    if (job.parseToolCalls || job.miniMax) {
+        reader.emplace(job.parseToolCalls, job.toolsJson, job.head.id);
+        reader->push(job.forcedText);  // opens a block: nothing to send yet
+    }
+    const auto send = [&](const std::vector<AnswerDelta>& deltas) {
+        for (const AnswerDelta& delta : deltas) {
+            const std::string json =
+                delta.kind == AnswerDelta::Kind::ToolCall  ? toolCallDeltaJson(delta.call, delta.index)
+                : delta.kind == AnswerDelta::Kind::Reasoning ? reasoningDeltaJson(delta.text)
+                                                             : contentDeltaJson(delta.text);
+            if (!writeEvent(sink, chatChunkJson(job.head, json))) return false;
+        }
+        return true;
+    };
     std::size_t streamed = 0;
     auto onText = [&](std::string_view text) {
         streamed += text.size();
+        if (reader) return send(reader->push(text));
         return writeEvent(sink, chatChunkJson(job.head, contentDeltaJson(text)));
     };
     const Result<inference::GenerateResult> result =
-        follow(job, whole ? std::function<bool(std::string_view)>() : onText, &sink);
+        follow(job, onText, [&sink] { return sink.is_writable(); });
     if (streamFailed(job, sink, result)) return !job.clientGone;
     noteTokens(result->promptTokens, std::int64_t(result->tokens.size()));
-    std::vector<std::string> events;
-    const char* reason = finishReason(result->stop, false);
-    if (whole) {
-        const ChatAnswer answer = readChatAnswer(result->text, job.parseToolCalls, job.miniMax,
-                                                 job.toolsJson, job.head.id);
-        reason = finishReason(result->stop, !answer.toolCalls.empty());
-        events.push_back(chatChunkJson(job.head, answerDeltaJson(answer)));
-    } else if (result->text.size() > streamed) {  // held back until the generation ended
-        events.push_back(
-            chatChunkJson(job.head, contentDeltaJson(std::string_view(result->text).substr(streamed))));
+    // What the generation ended with and was held back from the token events (a stop string's
+    // possible start), then what the reader held back.
+    const std::string_view rest =
+        std::string_view(result->text).substr(std::min(streamed, result->text.size()));
+    std::vector<AnswerDelta> deltas;
+    if (reader) {
+        deltas = reader->push(rest);
+        for (AnswerDelta& delta : reader->finish()) deltas.push_back(std::move(delta));
+    } else if (!rest.empty()) {
+        deltas.push_back({AnswerDelta::Kind::Content, std::string(rest), {}, 0});
     }
-    events.push_back(chatChunkJson(job.head, "{}", reason));
+    if (!send(deltas)) return false;
+    const bool calls = reader && reader->toolCalls() > 0;
+    std::vector<std::string> events = {
+        chatChunkJson(job.head, "{}", finishReason(result->stop, calls))};
     if (job.includeUsage)
         events.push_back(usageChunkJson(job.head, "chat.completion.chunk", usageOf(*result)));
     return finishStream(sink, events);
@@ -313,7 +360,8 @@ bool OpenAiServer::streamCompletion(Job& job, httplib::DataSink& sink) {
         streamed += text.size();
         return writeEvent(sink, completionChunkJson(job.head, text));
     };
-    const Result<inference::GenerateResult> result = follow(job, onText, &sink);
+    const Result<inference::GenerateResult> result =
+        follow(job, onText, [&sink] { return sink.is_writable(); });
     if (streamFailed(job, sink, result)) return !job.clientGone;
     noteTokens(result->promptTokens, std::int64_t(result->tokens.size()));
     std::vector<std::string> events;

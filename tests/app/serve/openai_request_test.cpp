@@ -84,6 +84,20 @@ TEST(OpenAiRequest, ReadsToolsAndToolChoice) {
     ASSERT_TRUE(none);
     EXPECT_TRUE(none->chat.tools.empty());
     EXPECT_FALSE(none->parseToolCalls);
+    EXPECT_FALSE(none->forcedToolCall);
+    EXPECT_FALSE(request->forcedToolCall);  // auto
+    // required: some call (an empty name); a named function: that one.
+    Result<ChatCompletionRequest> required = parseChatCompletionRequest(
+        R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required", )" + tools +
+        "}");
+    ASSERT_TRUE(required);
+    EXPECT_EQ(required->forcedToolCall, std::optional<std::string>(""));
+    Result<ChatCompletionRequest> named = parseChatCompletionRequest(
+        R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "click"}}, )" +
+        tools + "}");
+    ASSERT_TRUE(named) << named.status().message();
+    EXPECT_EQ(named->forcedToolCall, std::optional<std::string>("click"));
+    EXPECT_TRUE(named->parseToolCalls);
 }
 
 TEST(OpenAiRequest, DecodesImageDataUrls) {
@@ -149,6 +163,18 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
          "tools[0].function.name", "missing"},
         {R"({"messages": [{"role": "user", "content": "x"}], "tools": {}})", "tools",
          "expected an array"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})",
+         "tool_choice", "expected none, auto, required"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
+         "tool_choice", "no tools"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required", "tools": []})",
+         "tool_choice", "empty"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "code"}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
+         "tool_choice.type", "function"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {}}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
+         "tool_choice.function.name", "missing"},
+        {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "g"}}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
+         "tool_choice.function.name", "no tool named 'g'"},
     };
     for (const auto& c : cases) {
         Result<ChatCompletionRequest> request = parseChatCompletionRequest(c.body);

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/clients/openai_protocol.h"
+#include "inference/chat_template.h"
 #include "tests/app/serve/serve_fixture.h"
 
 namespace iris::app::serve {
@@ -96,6 +98,49 @@ TEST_F(OpenAiServerTest, StreamedChunksAddUpToTheSameTextThenUsageAndDone) {
     EXPECT_EQ(usage["usage"]["prompt_tokens"], expected.promptTokens);
     EXPECT_EQ(usage["usage"]["completion_tokens"], expected.tokens.size());
     EXPECT_TRUE(usage["usage"]["prompt_tokens_details"]["cached_tokens"].is_number());
+}
+
+// tool_choice naming a function: the prompt goes on with the opening of that call, written
+// out here by hand, and the answer is read as starting with it. The random model does not
+// finish the call, so the answer is that text, whole or streamed.
+TEST_F(OpenAiServerTest, ANamedToolChoiceOpensTheAnswerWithThatCall) {
+    contextSize = 1024;  // the tools' instructions, byte by byte
+    start();
+    const agent::ToolDefinition click{"click", "Click.", R"({"type": "object"})"};
+    Result<std::string> toolJson = agent::openAiToolJson(click);
+    ASSERT_TRUE(toolJson);
+    inference::ChatOptions options;
+    options.toolsJson = {*toolJson};
+    Result<std::string> prompt = inference::ChatTemplate(inference::ChatTemplateKind::Qwen2)
+                                     .render({{"user", "hello", {}}}, options);
+    ASSERT_TRUE(prompt);
+    const std::string opening = "<tool_call>\n{\"name\": \"click\", \"arguments\": ";
+    const inference::GenerateResult expected = reference(*prompt + opening, 12);
+    for (const bool stream : {false, true}) {
+        Json body = Json::parse(chatBody("hello", 12, stream));
+        body["tools"] = Json::array({Json::parse(*toolJson)});
+        body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "click"}}}};
+        auto result = client().Post("/v1/chat/completions", body.dump(), "application/json");
+        ASSERT_TRUE(result);
+        ASSERT_EQ(result->status, 200) << result->body;
+        std::string content;
+        if (!stream) {
+            const Json json = Json::parse(result->body);
+            EXPECT_EQ(json["usage"]["prompt_tokens"], expected.promptTokens);
+            content = json["choices"][0]["message"]["content"];
+        } else {
+            for (const std::string& event : sseData(result->body)) {
+                if (event == "[DONE]") continue;
+                const Json chunk = Json::parse(event);
+                if (!chunk["choices"].empty() && chunk["choices"][0]["delta"].contains("content"))
+                    content += chunk["choices"][0]["delta"]["content"];
+                if (chunk.contains("usage")) {
+                    EXPECT_EQ(chunk["usage"]["prompt_tokens"], expected.promptTokens);
+                }
+            }
+        }
+        EXPECT_EQ(content, asJsonText(opening + expected.text)) << (stream ? "streamed" : "whole");
+    }
 }
 
 TEST_F(OpenAiServerTest, CompletionsTakeTextAndTokenPrompts) {
@@ -228,6 +273,26 @@ TEST_F(OpenAiServerTest, AClientThatLeavesCancelsItsGeneration) {
     inference::Scheduler& scheduler = *server->scheduler();
     waitUntilIdle(scheduler);
     EXPECT_LT(scheduler.stats().generatedTokens, 1000);
+    auto metrics = client().Get("/metrics");
+    EXPECT_NE(metrics->body.find("iris_client_disconnects_total 1"), std::string::npos)
+        << metrics->body;
+}
+
+// A client waiting for a whole answer gives up (its read timeout) and closes the connection:
+// the server sees the hang-up while the model is still generating and cancels it.
+TEST_F(OpenAiServerTest, AClientThatLeavesCancelsAWholeAnswerToo) {
+    useEndlessModel();
+    contextSize = 4096;
+    start();
+    httplib::Client impatient = client();
+    impatient.set_read_timeout(std::chrono::milliseconds(200));
+    const std::string body =
+        Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}}.dump();
+    EXPECT_FALSE(impatient.Post("/v1/completions", body, "application/json"));
+    impatient.stop();
+    inference::Scheduler& scheduler = *server->scheduler();
+    waitUntilIdle(scheduler);
+    EXPECT_LT(scheduler.stats().generatedTokens, 4000);
     auto metrics = client().Get("/metrics");
     EXPECT_NE(metrics->body.find("iris_client_disconnects_total 1"), std::string::npos)
         << metrics->body;

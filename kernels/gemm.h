@@ -41,9 +41,9 @@ void gemm(TensorType weightType, const void* w, std::ptrdiff_t wStride, std::int
 //   Bf16  x and W are first rounded to bfloat16 (to nearest even, 8 significant bits), then the
 //         products (exact in f32) are summed in f32: what AMX tiles compute (Intel Xeon 4th
 //         generation and later: about 5x the AVX-512 F32 kernel) and AVX512-BF16 dot products
-//         compute (also AMD Zen 4 and 5; on an Intel Xeon 0.7x the F32 kernel, the conversions
-//         cost more than the dot products save), and the precision Qwen2.5-VL and MiniMax-M3
-//         were trained and are served in. The result agrees with a float64 product of the
+//         compute (also AMD Zen 4 and 5: 2x the F32 kernel on a Zen 5; on an Intel Xeon 0.7x,
+//         the conversions cost more than the dot products save), and the precision Qwen2.5-VL
+//         and MiniMax-M3 were trained and are served in. The result agrees with a float64 product of the
 //         rounded operands to within 1e-5 of sum_j |x[i, j] W[n, j]|, and with the unrounded
 //         product to within 2^-8 of it. Without either the same rounding is done and the F32
 //         kernel sums. Column splits are bit-identical as for F32.
@@ -54,8 +54,23 @@ void gemm(GemmPrecision precision, TensorType weightType, const void* w, std::pt
           float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
 
 // Whether GemmPrecision::Bf16 runs on AMX tiles here (usable by this process, with the AVX-512
-// level active: IRIS_CPU_ISA=avx2 turns it off too), the one place it is faster than F32.
+// level active: IRIS_CPU_ISA=avx2 turns it off too).
 bool gemmBf16OnAmx();
+
+// One measurement of both precisions on the same vision-tower-shaped product (512 rows, k 1280,
+// 256 columns of f16 W, one thread, best of three runs each, taken alternately).
+struct Bf16Speed {
+    double f32Seconds = 0;
+    double bf16Seconds = 0;
+};
+Bf16Speed measureBf16Speed();
+
+// Whether GemmPrecision::Bf16 is faster than F32 on this machine: measured once per process
+// (measureBf16Speed, about 20 ms in a release build, at the first call) wherever the CPU has bf16
+// products, false without them (rounding first is never faster). Which kernel wins is not a
+// matter of the CPU's family: AMX tiles are about 5x F32, AVX512-BF16 dot products 2x on AMD
+// Zen 5 but 0.7x on an Intel Xeon, where the conversions cost more than the dot products save.
+bool gemmBf16Faster();
 
 // Whether gemm computes with weights of `weightType` (F32, F16, BF16).
 constexpr bool gemmSupports(TensorType weightType) {

@@ -44,7 +44,7 @@ kernels::GemmPrecision resolveVisionPrecision(VisionPrecision precision) {
         case VisionPrecision::Auto:
             break;
     }
-    return kernels::gemmBf16OnAmx() ? kernels::GemmPrecision::Bf16 : kernels::GemmPrecision::F32;
+    return kernels::gemmBf16Faster() ? kernels::GemmPrecision::Bf16 : kernels::GemmPrecision::F32;
 }
 
 std::string_view visionPrecisionName(VisionPrecision precision) {

@@ -79,7 +79,8 @@ private:
 // EngineOptions::visionPrecision. Bf16 rounds the operands of every product in the tower to
 // bfloat16 and sums in f32: the precision these towers were trained and are served in (the
 // released weights are bf16, and bf16 -> f16 -> bf16 is exact), several times faster than F32
-// where AMX tiles do it. Auto: Bf16 where kernels::gemmBf16OnAmx(), F32 elsewhere.
+// where AMX tiles or AVX512-BF16 dot products do it. Auto: Bf16 where kernels::gemmBf16Faster()
+// measured it faster, F32 elsewhere.
 enum class VisionPrecision { Auto, F32, Bf16 };
 
 kernels::GemmPrecision resolveVisionPrecision(VisionPrecision precision);

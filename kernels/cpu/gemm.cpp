@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <vector>
 
@@ -128,6 +129,64 @@ bool gemmBf16OnAmx() {
 #else
     return false;
 #endif
+}
+
+namespace {
+
+// Seconds of the best of `rounds` runs of fn().
+template <class Fn>
+double bestSeconds(int rounds, Fn&& fn) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < rounds; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        fn();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            start)
+                                  .count());
+    }
+    return best;
+}
+
+}  // namespace
+
+Bf16Speed measureBf16Speed() {
+    // A slice of a vision-tower product: 512 patch rows through 256 columns of a 1280-wide f16
+    // projection (Qwen2.5-VL's tower width). Converting W to bf16 costs 1/m and x 1/n of the
+    // multiply-adds, a fraction of a percent as in a whole tower's products.
+    constexpr std::int64_t m = 512, k = 1280, n = 256;
+    std::vector<std::uint16_t> w(std::size_t(n * k));
+    std::vector<float> x(std::size_t(m * k)), y(std::size_t(m * n));
+    for (std::size_t i = 0; i < w.size(); ++i)
+        w[i] = fp32ToFp16(float(int(i * 7919 % 2001) - 1000) * 1e-3f);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = float(int(i * 104729 % 2001) - 1000) * 1e-3f;
+    const auto run = [&](GemmPrecision precision) {
+        gemm(precision, TensorType::F16, w.data(), k, k, x.data(), k, m, nullptr, y.data(), n, 0,
+             n);
+    };
+    // Alternately, so that a load that comes and goes falls on both.
+    Bf16Speed speed;
+    speed.f32Seconds = speed.bf16Seconds = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < 3; ++round) {
+        speed.f32Seconds = std::min(speed.f32Seconds, bestSeconds(1, [&] { run(GemmPrecision::F32); }));
+        speed.bf16Seconds =
+            std::min(speed.bf16Seconds, bestSeconds(1, [&] { run(GemmPrecision::Bf16); }));
+    }
+    return speed;
+}
+
+bool gemmBf16Faster() {
+    static const bool faster = [] {
+#if defined(IRIS_KERNELS_X86)
+        // Rounding followed by the F32 kernel is never faster than the F32 kernel alone.
+        if (pickBf16Variant() == cpu::gemmBf16Rounded) return false;
+        const Bf16Speed speed = measureBf16Speed();
+        return speed.bf16Seconds < speed.f32Seconds;
+#else
+        return false;
+#endif
+    }();
+    return faster;
 }
 
 void gemm(GemmPrecision precision, TensorType weightType, const void* w, std::ptrdiff_t wStride,

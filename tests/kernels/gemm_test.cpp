@@ -412,5 +412,19 @@ TEST(GemmTest, DispatchedBf16CallMatchesTheRoundedProduct) {
         p, 0, p.n, true, true);
 }
 
+// The choice of precision for the vision tower is a measurement: both timed, and the answer
+// the same for the whole process; without bf16 instructions (or with them turned off) it is F32.
+TEST(GemmTest, Bf16IsChosenByMeasurementOnlyWhereTheCpuHasBf16Products) {
+    const Bf16Speed speed = measureBf16Speed();
+    EXPECT_GT(speed.f32Seconds, 0.0);
+    EXPECT_GT(speed.bf16Seconds, 0.0);
+    EXPECT_TRUE(std::isfinite(speed.f32Seconds) && std::isfinite(speed.bf16Seconds));
+    const bool faster = gemmBf16Faster();
+    EXPECT_EQ(gemmBf16Faster(), faster);
+    if (!(cpuFeatures().avx512bf16 && activeIsa() >= CpuIsa::Avx512)) {
+        EXPECT_FALSE(faster);
+    }
+}
+
 }  // namespace
 }  // namespace iris::kernels

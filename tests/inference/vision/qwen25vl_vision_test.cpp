@@ -284,7 +284,7 @@ TEST(VisionPrecision, NamesRoundTripAndAutoFollowsTheHardware) {
     EXPECT_FALSE(parseVisionPrecision("fp8"));
     EXPECT_EQ(resolveVisionPrecision(VisionPrecision::F32), kernels::GemmPrecision::F32);
     EXPECT_EQ(resolveVisionPrecision(VisionPrecision::Bf16), kernels::GemmPrecision::Bf16);
-    EXPECT_EQ(resolveVisionPrecision(VisionPrecision::Auto), kernels::gemmBf16OnAmx()
+    EXPECT_EQ(resolveVisionPrecision(VisionPrecision::Auto), kernels::gemmBf16Faster()
                                                                  ? kernels::GemmPrecision::Bf16
                                                                  : kernels::GemmPrecision::F32);
 }

@@ -116,8 +116,7 @@ std::vector<NamedStats> statsByScreen(const GroundingReport& report) {
         const std::string name = screenSizeText(page.screen);
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     }
-    return groupBy(report, names,
-                   [](const PageOutcome& p) { return screenSizeText(p.screen); });
+    return groupBy(report, names, [](const PageOutcome& p) { return screenSizeText(p.screen); });
 }
 
 std::string pageLine(const PageOutcome& o) {
@@ -126,12 +125,11 @@ std::string pageLine(const PageOutcome& o) {
          << "  " << elementKindName(o.kind) << " '" << o.label << "'  "
          << pageVerdictName(o.verdict);
     if (o.click) {
-        line << "  clicked (" << fixed1(o.click->x) << ", " << fixed1(o.click->y)
-             << "), " << fixed1(distanceToCentre(o.target, *o.click))
-             << " px from the centre";
+        line << "  clicked (" << fixed1(o.click->x) << ", " << fixed1(o.click->y) << "), "
+             << fixed1(distanceToCentre(o.target, *o.click)) << " px from the centre";
     }
-    line << "  target " << fixed0(o.target.left) << ',' << fixed0(o.target.top)
-         << ' ' << fixed0(o.target.width) << 'x' << fixed0(o.target.height);
+    line << "  target " << fixed0(o.target.left) << ',' << fixed0(o.target.top) << ' '
+         << fixed0(o.target.width) << 'x' << fixed0(o.target.height);
     if (o.verdict != PageVerdict::ModelError) line << "  " << seconds(o.stepMs);
     if (!o.problem.empty()) line << "  (" << o.problem << ')';
     return line.str();
@@ -145,11 +143,10 @@ std::string reportText(const GroundingReport& report, bool details) {
         out << '\n';
     }
     const GroupStats all = overallStats(report);
-    out << "model: " << report.model << '\n'
-        << "pages: " << all.pages;
+    out << "model: " << report.model << '\n' << "pages: " << all.pages;
     if (report.stopped) out << " of " << report.requestedPages << " (stopped)";
-    out << " (seed " << report.seed << ", action format " << report.actionFormat
-        << ", coordinates " << report.coordinateFrame << ")\n"
+    out << " (seed " << report.seed << ", action format " << report.actionFormat << ", coordinates "
+        << report.coordinateFrame << ")\n"
         << "hit rate: " << percent(all.hitRate) << " (" << all.hits << '/' << all.pages
         << ")  distance from the target's centre: median " << pixels(all.medianDistance)
         << " px, p90 " << pixels(all.p90Distance) << " px\n"

@@ -8,31 +8,36 @@ namespace iris::agent::grounding {
 namespace {
 
 // Label pools per kind; a page draws from them without repeating a label.
-constexpr std::array kButtonVerbs = {"Save",    "Delete",   "Export",  "Share",   "Open",
-                                     "Send",    "Archive",  "Print",   "Upload",  "Download",
-                                     "Refresh", "Apply",    "Submit",  "Preview", "Publish",
-                                     "Rename",  "Copy",     "Restore", "Review",  "Create"};
-constexpr std::array kButtonNouns = {"changes", "report",  "draft",   "file",    "invoice",
-                                     "order",   "profile", "message", "photo",   "account",
-                                     "project", "list",    "summary", "notes",   "booking"};
-constexpr std::array kLinks = {"Privacy policy", "Terms of service", "Help center",
-                               "Contact us",     "Learn more",       "Release notes",
-                               "Forgot password?", "View all",       "Pricing",
-                               "Documentation",  "Careers",          "Status page",
-                               "Community forum", "Blog",            "About us",
-                               "Sitemap",        "Cookie settings",  "Support"};
-constexpr std::array kInputs = {"Email address", "First name",  "Last name",      "Phone number",
-                                "Search",        "City",        "Postal code",    "Company",
-                                "Username",      "Password",    "Street address", "Website",
-                                "Coupon code",   "Job title",   "Country"};
-constexpr std::array kCheckboxes = {"Remember me",         "Subscribe to newsletter",
-                                    "I agree to the terms", "Enable notifications",
-                                    "Show hidden files",   "Dark mode",
-                                    "Auto-save",           "Send a copy to me",
-                                    "Keep me signed in",   "Make profile public",
-                                    "Use metric units",    "Allow cookies"};
-constexpr std::array kIcons = {"Settings", "Inbox", "Calendar", "Photos", "Music",  "Maps",
-                               "Weather",  "Notes", "Contacts", "Camera", "Files",  "Clock",
+constexpr std::array kButtonVerbs = {"Save",    "Delete",  "Export",  "Share",   "Open",
+                                     "Send",    "Archive", "Print",   "Upload",  "Download",
+                                     "Refresh", "Apply",   "Submit",  "Preview", "Publish",
+                                     "Rename",  "Copy",    "Restore", "Review",  "Create"};
+constexpr std::array kButtonNouns = {"changes", "report",  "draft",   "file",  "invoice",
+                                     "order",   "profile", "message", "photo", "account",
+                                     "project", "list",    "summary", "notes", "booking"};
+constexpr std::array kLinks = {
+    "Privacy policy", "Terms of service", "Help center",     "Contact us", "Learn more",
+    "Release notes",  "Forgot password?", "View all",        "Pricing",    "Documentation",
+    "Careers",        "Status page",      "Community forum", "Blog",       "About us",
+    "Sitemap",        "Cookie settings",  "Support"};
+constexpr std::array kInputs = {"Email address", "First name", "Last name",      "Phone number",
+                                "Search",        "City",       "Postal code",    "Company",
+                                "Username",      "Password",   "Street address", "Website",
+                                "Coupon code",   "Job title",  "Country"};
+constexpr std::array kCheckboxes = {"Remember me",
+                                    "Subscribe to newsletter",
+                                    "I agree to the terms",
+                                    "Enable notifications",
+                                    "Show hidden files",
+                                    "Dark mode",
+                                    "Auto-save",
+                                    "Send a copy to me",
+                                    "Keep me signed in",
+                                    "Make profile public",
+                                    "Use metric units",
+                                    "Allow cookies"};
+constexpr std::array kIcons = {"Settings", "Inbox", "Calendar", "Photos", "Music", "Maps",
+                               "Weather",  "Notes", "Contacts", "Camera", "Files", "Clock",
                                "Mail",     "Store", "Games",    "Wallet"};
 constexpr std::array kTitles = {"Account settings", "Dashboard", "Checkout",  "Project overview",
                                 "Messages",         "Profile",   "Documents", "Preferences"};
@@ -71,8 +76,7 @@ constexpr std::array kColouredPalettes = {
     Palette{"#264653", "#f1faee", "#30596a", "#6f9aab", "#f4a261"},
     Palette{"#6d597a", "#fdf0ff", "#7d6a8a", "#b9a6c6", "#ffd6a5"},
 };
-constexpr std::array kAccents = {"#0969da", "#1a7f37", "#cf222e", "#8250df", "#bf3989",
-                                 "#b35900"};
+constexpr std::array kAccents = {"#0969da", "#1a7f37", "#cf222e", "#8250df", "#bf3989", "#b35900"};
 
 constexpr int kBarHeight = 40;  // the page's title bar; controls sit below it
 constexpr int kMargin = 8;      // between controls and from the screen's edges
@@ -233,8 +237,8 @@ std::string elementHtml(const Draft& d, const Palette& palette, bool target) {
             const std::string colours =
                 d.accent ? std::string("background:") + d.accentColour +
                                ";color:#ffffff;border:1px solid " + d.accentColour + ';'
-                         : std::string("background:") + palette.control + ";color:" +
-                               palette.text + ";border:1px solid " + palette.border + ';';
+                         : std::string("background:") + palette.control + ";color:" + palette.text +
+                               ";border:1px solid " + palette.border + ';';
             return "<button class=\"e\"" + marker + " style=\"" + boxStyle(e.box) + font + radius +
                    colours + "\">" + label + "</button>\n";
         }
@@ -244,9 +248,9 @@ std::string elementHtml(const Draft& d, const Palette& palette, bool target) {
                    "</a>\n";
         case ElementKind::TextInput:
             return "<input class=\"e\" type=\"text\"" + marker + " placeholder=\"" + label +
-                   "\" style=\"" + boxStyle(e.box) + font + radius + "background:" +
-                   palette.control + ";color:" + palette.text + ";border:1px solid " +
-                   palette.border + ";padding:0 8px\">\n";
+                   "\" style=\"" + boxStyle(e.box) + font + radius +
+                   "background:" + palette.control + ";color:" + palette.text +
+                   ";border:1px solid " + palette.border + ";padding:0 8px\">\n";
         case ElementKind::Checkbox:
             return "<label class=\"e cb\"" + marker + " style=\"" + boxStyle(e.box) + font +
                    "color:" + palette.text + "\"><input type=\"checkbox\"><span>" + label +
@@ -388,8 +392,8 @@ std::vector<GroundingPage> generatePages(const PageSetOptions& options) {
     std::vector<GroundingPage> pages;
     if (options.screens.empty()) return pages;
     for (int i = 0; i < options.count; ++i)
-        pages.push_back(
-            generatePage(options.seed, i, options.screens[std::size_t(i) % options.screens.size()]));
+        pages.push_back(generatePage(options.seed, i,
+                                     options.screens[std::size_t(i) % options.screens.size()]));
     return pages;
 }
 

@@ -28,8 +28,8 @@ private:
 
 enum class ElementKind { Button, Link, TextInput, Checkbox, Icon };
 inline constexpr ElementKind kElementKinds[] = {ElementKind::Button, ElementKind::Link,
-                                                 ElementKind::TextInput, ElementKind::Checkbox,
-                                                 ElementKind::Icon};
+                                                ElementKind::TextInput, ElementKind::Checkbox,
+                                                ElementKind::Icon};
 std::string_view elementKindName(ElementKind kind);  // "button", "link", "text_input", ...
 
 enum class Theme { Light, Dark, Coloured };

@@ -73,7 +73,8 @@ public:
                 made = agent::BrowserEnvironment::create(options);
             }));
             IRIS_RETURN_IF_ERROR(made.status());
-            auto browser = std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
+            auto browser =
+                std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
             IRIS_RETURN_IF_ERROR(browser->reset());
             found = m_browsers.emplace(key, std::move(browser)).first;
         } else {
@@ -145,8 +146,7 @@ agent::CoordinateFrame frameFor(const GroundingCheckOptions& options, gr::Screen
         const inference::ImagePreprocessOptions budget;  // as `iris run --coords resized`
         Result<inference::ImageSize> size =
             inference::smartResize(screen.width, screen.height, budget);
-        if (size)
-            return {agent::CoordinateFrame::Kind::ResizedImage, size->width, size->height};
+        if (size) return {agent::CoordinateFrame::Kind::ResizedImage, size->width, size->height};
     }
     return options.frame.value_or(agent::defaultCoordinateFrame(options.format));
 }
@@ -195,11 +195,10 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
     gr::GroundingReport report;
     report.model = client.describe();
     report.actionFormat = std::string(agent::actionFormatName(options.format));
-    report.coordinateFrame =
-        options.resizedFramePerScreen
-            ? "resized"
-            : coordinateFrameText(
-                  options.frame.value_or(agent::defaultCoordinateFrame(options.format)));
+    report.coordinateFrame = options.resizedFramePerScreen
+                                 ? "resized"
+                                 : coordinateFrameText(options.frame.value_or(
+                                       agent::defaultCoordinateFrame(options.format)));
     report.seed = options.seed;
     report.requestedPages = options.pages;
 
@@ -208,8 +207,8 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
             report.stopped = true;
             break;
         }
-        const gr::GroundingPage page = gr::generatePage(
-            set.seed, i, set.screens[std::size_t(i) % set.screens.size()]);
+        const gr::GroundingPage page =
+            gr::generatePage(set.seed, i, set.screens[std::size_t(i) % set.screens.size()]);
         char name[32];
         std::snprintf(name, sizeof name, "page-%04d.html", i);
         const fs::path path = folder->path() / name;

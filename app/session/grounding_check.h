@@ -35,8 +35,7 @@ struct GroundingCheckOptions {
 // The model's image budget first, when the client resizes screenshots (the image it shows for
 // a 2560 x 1600 screen, a screen it sees unscaled and whole), then 1280x800, 1920x1080 and
 // 1024x768.
-std::vector<agent::grounding::ScreenSize> defaultGroundingScreens(
-    const agent::ModelClient& client);
+std::vector<agent::grounding::ScreenSize> defaultGroundingScreens(const agent::ModelClient& client);
 
 // Called after each page with its outcome and how many of `total` pages are done.
 using GroundingProgress =

@@ -61,9 +61,8 @@ nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* wo
         {"env", environmentText(plan.environment)},
         {"viewport",
          std::to_string(plan.environment.width) + "x" + std::to_string(plan.environment.height)},
-        {"coords",
-         coordinateFrameText(
-             plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
+        {"coords", coordinateFrameText(
+                       plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
         {"max_steps", plan.loop.maxSteps},
         {"screenshots_in_history", plan.loop.screenshotsInHistory},
         {"sleep_after_execution_ms", plan.loop.pauseAfterActionsMs},

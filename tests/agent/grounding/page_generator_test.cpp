@@ -76,7 +76,8 @@ TEST(PageGeneratorTest, PagesAreTheSameOnEveryStandardLibrary) {
     std::string all;
     for (const GroundingPage& page : pages)
         all += page.html;
-    EXPECT_EQ(toHex(Sha256::hash(all)), "0a4e507c1f7478ad4443af4055922f3c7bc92defdedbfe65fe339837385db658");
+    EXPECT_EQ(toHex(Sha256::hash(all)),
+              "0a4e507c1f7478ad4443af4055922f3c7bc92defdedbfe65fe339837385db658");
 }
 
 TEST(PageGeneratorTest, EveryKindScreenAndThemeAppears) {

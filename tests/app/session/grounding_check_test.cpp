@@ -32,7 +32,8 @@ using Answer = std::function<std::string(const gr::GroundingPage& page)>;
 std::string sseReply(const std::string& text) {
     const nlohmann::json chunk = {{"choices", {{{"index", 0}, {"delta", {{"content", text}}}}}}};
     const nlohmann::json end = {
-        {"choices", {{{"index", 0}, {"delta", nlohmann::json::object()}, {"finish_reason", "stop"}}}}};
+        {"choices",
+         {{{"index", 0}, {"delta", nlohmann::json::object()}, {"finish_reason", "stop"}}}}};
     return "data: " + chunk.dump() + "\n\ndata: " + end.dump() + "\n\ndata: [DONE]\n\n";
 }
 
@@ -56,17 +57,16 @@ protected:
         set.screens = m_options.screens;
         m_pages = gr::generatePages(set);
 
-        m_server.Post("/v1/chat/completions",
-                      [this](const httplib::Request& request, httplib::Response& response) {
-                          const gr::GroundingPage* page = pageAskedAbout(request.body);
-                          if (!page) {
-                              response.status = 400;
-                              response.set_content(R"({"error":{"message":"which page?"}})",
-                                                   "application/json");
-                              return;
-                          }
-                          response.set_content(sseReply(m_answer(*page)), "text/event-stream");
-                      });
+        m_server.Post("/v1/chat/completions", [this](const httplib::Request& request,
+                                                     httplib::Response& response) {
+            const gr::GroundingPage* page = pageAskedAbout(request.body);
+            if (!page) {
+                response.status = 400;
+                response.set_content(R"({"error":{"message":"which page?"}})", "application/json");
+                return;
+            }
+            response.set_content(sseReply(m_answer(*page)), "text/event-stream");
+        });
         m_port = m_server.bind_to_any_port("127.0.0.1");
         ASSERT_GT(m_port, 0);
         m_thread = std::thread([this] { m_server.listen_after_bind(); });
@@ -121,8 +121,7 @@ protected:
         ASSERT_EQ(report.pages.size(), m_pages.size());
         for (std::size_t i = 0; i < m_pages.size(); ++i) {
             const gr::PageOutcome& o = report.pages[i];
-            const gr::PageElement& target =
-                m_pages[i].elements[std::size_t(m_pages[i].target)];
+            const gr::PageElement& target = m_pages[i].elements[std::size_t(m_pages[i].target)];
             EXPECT_EQ(o.page, int(i));
             EXPECT_EQ(o.screen, m_pages[i].screen);
             EXPECT_EQ(o.label, target.label);

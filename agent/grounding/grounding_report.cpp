@@ -9,6 +9,8 @@
 namespace iris::agent::grounding {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 std::vector<NamedStats> groupBy(const GroundingReport& report,
                                 const std::vector<std::string>& names,
                                 const std::function<std::string(const PageOutcome&)>& nameOf) {
@@ -71,11 +73,11 @@ void printTable(std::ostringstream& out, const std::string& title,
     }
 }
 
-nlohmann::json optionalNumber(const std::optional<double>& value) {
-    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+Json optionalNumber(const std::optional<double>& value) {
+    return value ? Json(*value) : Json(nullptr);
 }
 
-nlohmann::json statsJson(const GroupStats& s) {
+Json statsJson(const GroupStats& s) {
     return {{"pages", s.pages},
             {"hits", s.hits},
             {"misses", s.misses},
@@ -89,8 +91,8 @@ nlohmann::json statsJson(const GroupStats& s) {
             {"median_model_ms", optionalNumber(s.medianModelMs)}};
 }
 
-nlohmann::json groupsJson(const std::vector<NamedStats>& groups) {
-    nlohmann::json out = nlohmann::json::object();
+Json groupsJson(const std::vector<NamedStats>& groups) {
+    Json out = Json::object();
     for (const NamedStats& g : groups)
         out[g.name] = statsJson(g.stats);
     return out;
@@ -160,20 +162,20 @@ std::string reportText(const GroundingReport& report, bool details) {
     return out.str();
 }
 
-nlohmann::json reportJson(const GroundingReport& report, bool details) {
-    nlohmann::json out = {{"model", report.model},
-                          {"action_format", report.actionFormat},
-                          {"coordinate_frame", report.coordinateFrame},
-                          {"seed", report.seed},
-                          {"requested_pages", report.requestedPages},
-                          {"stopped", report.stopped},
-                          {"overall", statsJson(overallStats(report))},
-                          {"by_kind", groupsJson(statsByKind(report))},
-                          {"by_screen", groupsJson(statsByScreen(report))}};
+Json reportJson(const GroundingReport& report, bool details) {
+    Json out = {{"model", report.model},
+                {"action_format", report.actionFormat},
+                {"coordinate_frame", report.coordinateFrame},
+                {"seed", report.seed},
+                {"requested_pages", report.requestedPages},
+                {"stopped", report.stopped},
+                {"overall", statsJson(overallStats(report))},
+                {"by_kind", groupsJson(statsByKind(report))},
+                {"by_screen", groupsJson(statsByScreen(report))}};
     if (details) {
-        nlohmann::json pages = nlohmann::json::array();
+        Json pages = Json::array();
         for (const PageOutcome& o : report.pages) {
-            nlohmann::json page = {
+            Json page = {
                 {"page", o.page},
                 {"screen", screenSizeText(o.screen)},
                 {"theme", themeName(o.theme)},
@@ -185,10 +187,8 @@ nlohmann::json reportJson(const GroundingReport& report, bool details) {
                   {"width", o.target.width},
                   {"height", o.target.height}}},
                 {"verdict", pageVerdictName(o.verdict)},
-                {"click", o.click ? nlohmann::json{{"x", o.click->x}, {"y", o.click->y}}
-                                  : nlohmann::json(nullptr)},
-                {"distance_px",
-                 o.click ? nlohmann::json(distanceToCentre(o.target, *o.click)) : nullptr},
+                {"click", o.click ? Json{{"x", o.click->x}, {"y", o.click->y}} : Json(nullptr)},
+                {"distance_px", o.click ? Json(distanceToCentre(o.target, *o.click)) : nullptr},
                 {"step_ms", o.stepMs},
                 {"model_ms", o.modelMs},
                 {"problem", o.problem},

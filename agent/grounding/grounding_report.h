@@ -37,7 +37,8 @@ std::string reportText(const GroundingReport& report, bool details);
 std::string pageLine(const PageOutcome& outcome);  // one --details line, without a newline
 
 // {"model", "seed", ..., "overall": {...}, "by_kind": {...}, "by_screen": {...}} and with
-// `details` "pages": [...]. Distances and times are null where there was nothing to measure.
-nlohmann::json reportJson(const GroundingReport& report, bool details);
+// `details` "pages": [...], keys in that order. Distances and times are null where there was
+// nothing to measure.
+nlohmann::ordered_json reportJson(const GroundingReport& report, bool details);
 
 }  // namespace iris::agent::grounding

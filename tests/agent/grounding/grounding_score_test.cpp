@@ -114,7 +114,7 @@ TEST(GroundingScoreTest, SummaryCountsEveryVerdictAndMeasuresOnlyClicks) {
     EXPECT_EQ(screens[1].name, "1920x1080");
     EXPECT_EQ(screens[1].stats.hits, 1);
 
-    const nlohmann::json json = reportJson(report, true);
+    const nlohmann::ordered_json json = reportJson(report, true);
     EXPECT_EQ(json["overall"]["hits"], 2);
     EXPECT_EQ(json["by_kind"]["link"]["misses"], 1);
     EXPECT_EQ(json["pages"].size(), 6u);

@@ -20,6 +20,7 @@
 #include <QEventLoop>
 
 #include "app/session/model_choice.h"
+#include "inference/vision/image_preprocess.h"
 
 namespace iris::app {
 namespace {
@@ -60,6 +61,12 @@ protected:
         m_server.Post("/v1/chat/completions", [this](const httplib::Request& request,
                                                      httplib::Response& response) {
             const gr::GroundingPage* page = pageAskedAbout(request.body);
+            if (page && page->index == m_failPage) {
+                response.status = 400;
+                response.set_content(R"({"error":{"message":"scripted failure"}})",
+                                     "application/json");
+                return;
+            }
             if (!page) {
                 response.status = 400;
                 response.set_content(R"({"error":{"message":"which page?"}})", "application/json");
@@ -79,8 +86,8 @@ protected:
         if (m_thread.joinable()) m_thread.join();
     }
 
-    // The page whose instruction the request's last user message carries, and whose screen
-    // size the system prompt names (pages on different screens may share an instruction).
+    // The next page, in order, whose instruction the request carries (pages ask one after the
+    // other, and two pages may share an instruction).
     const gr::GroundingPage* pageAskedAbout(const std::string& body) {
         const nlohmann::json request = nlohmann::json::parse(body, nullptr, false);
         if (request.is_discarded()) return nullptr;
@@ -90,7 +97,6 @@ protected:
             const std::size_t i = (m_next + k) % m_pages.size();
             const gr::GroundingPage& page = m_pages[i];
             if (text.find(page.instruction) == std::string::npos) continue;
-            if (text.find(std::to_string(page.screen.width)) == std::string::npos) continue;
             m_next = i + 1;
             return &page;
         }
@@ -140,6 +146,7 @@ protected:
     int m_port = 0;
     std::mutex m_mutex;
     std::size_t m_next = 0;
+    int m_failPage = -1;  // the page whose request gets an HTTP 400
 };
 
 TEST_F(GroundingCheckTest, TheTrueCentreHitsEveryTargetAtDistanceZero) {
@@ -227,6 +234,69 @@ TEST_F(GroundingCheckTest, TheRelative1000FrameIsWithinItsRounding) {
         EXPECT_LE(gr::distanceToCentre(o.target, *o.click), std::hypot(halfX, halfY) + 1e-9);
     }
     EXPECT_EQ(report.coordinateFrame, "relative1000");
+}
+
+// UI-TARS syntax in the frame of each screen's smart resize (--coords resized): the endpoint
+// answers the centre in whole pixels of the resized image, which maps back to within half a
+// resized pixel of the centre on each axis.
+TEST_F(GroundingCheckTest, TheResizedFrameFollowsEachScreenInUiTarsSyntax) {
+    m_options.format = agent::ActionFormat::UiTars;
+    m_options.resizedFramePerScreen = true;
+    m_answer = [](const gr::GroundingPage& page) {
+        const Result<inference::ImageSize> resized = inference::smartResize(
+            page.screen.width, page.screen.height, inference::ImagePreprocessOptions{});
+        EXPECT_TRUE(resized.isOk());
+        const gr::Box& box = page.elements[std::size_t(page.target)].box;
+        const double x = (box.left + box.width / 2.0) * resized->width / page.screen.width;
+        const double y = (box.top + box.height / 2.0) * resized->height / page.screen.height;
+        return "Thought: there it is.\nAction: click(start_box='(" +
+               std::to_string(std::lround(x)) + "," + std::to_string(std::lround(y)) + ")')";
+    };
+    const gr::GroundingReport report = check();
+    expectEveryPageMeasured(report);
+    EXPECT_EQ(gr::overallStats(report).hits, 6);
+    for (const gr::PageOutcome& o : report.pages) {
+        ASSERT_TRUE(o.click) << gr::pageLine(o);
+        const Result<inference::ImageSize> resized = inference::smartResize(
+            o.screen.width, o.screen.height, inference::ImagePreprocessOptions{});
+        const double halfX = 0.5 * o.screen.width / resized->width;
+        const double halfY = 0.5 * o.screen.height / resized->height;
+        EXPECT_LE(std::abs(o.click->x - (o.target.left + o.target.width / 2)), halfX + 1e-9);
+        EXPECT_LE(std::abs(o.click->y - (o.target.top + o.target.height / 2)), halfY + 1e-9);
+    }
+    EXPECT_EQ(report.actionFormat, "uitars");
+    EXPECT_EQ(report.coordinateFrame, "resized");
+}
+
+// A model call that fails after the first page is that page's model error; the check goes on.
+TEST_F(GroundingCheckTest, ALaterModelErrorIsCountedAndTheCheckGoesOn) {
+    m_failPage = 2;
+    m_answer = [](const gr::GroundingPage& page) {
+        const gr::Box& box = page.elements[std::size_t(page.target)].box;
+        return clickAt(box.left + box.width / 2.0, box.top + box.height / 2.0);
+    };
+    const gr::GroundingReport report = check();
+    ASSERT_EQ(report.pages.size(), 6u);
+    EXPECT_EQ(report.pages[2].verdict, gr::PageVerdict::ModelError);
+    EXPECT_NE(report.pages[2].problem.find("scripted failure"), std::string::npos)
+        << report.pages[2].problem;
+    const gr::GroupStats all = gr::overallStats(report);
+    EXPECT_EQ(all.hits, 5);
+    EXPECT_EQ(all.modelErrors, 1);
+}
+
+// A first model call that fails is an error of the check, not a model that never clicks.
+TEST_F(GroundingCheckTest, AFirstModelCallThatFailsEndsTheCheck) {
+    m_failPage = 0;
+    m_answer = [](const gr::GroundingPage&) { return std::string("unused"); };
+    std::unique_ptr<agent::ModelClient> model = client();
+    const Result<gr::GroundingReport> report = runGroundingCheck(*model, m_options);
+    ASSERT_FALSE(report.isOk());
+    EXPECT_NE(report.status().message().find("the first page's model call failed"),
+              std::string::npos)
+        << report.status().message();
+    EXPECT_NE(report.status().message().find("scripted failure"), std::string::npos)
+        << report.status().message();
 }
 
 // As the GUI runs it: the check on a worker thread, the browsers on this (the Qt) thread, and a

@@ -9,12 +9,18 @@ OptionSpec actionFormatOption() {
     return {"action-format", "f", true, "tools, computer13, pyautogui or uitars (default tools)"};
 }
 
-OptionSpec coordinateFrameOption() {
+OptionSpec coordinateFrameOption(bool resizedPerScreen) {
     return {"coords", "", true,
-            "the model's coordinates: auto (pixels of the image the model was shown: the local "
-            "engine's smart resize with --mmproj, else the screenshot's; the default for uitars), "
-            "pixels (the default otherwise), relative1000, resized:WxH, or resized (the engine's "
-            "default smart resize of --viewport, for a server)"};
+            resizedPerScreen
+                ? "the model's coordinates: auto (pixels of the image the model was shown: the "
+                  "local engine's smart resize with --mmproj, else the screenshot's; the default "
+                  "for uitars), pixels (the default otherwise), relative1000, resized:WxH, or "
+                  "resized (the engine's default smart resize of each page's screen, for a "
+                  "server)"
+                : "the model's coordinates: auto (pixels of the image the model was shown: the "
+                  "local engine's smart resize with --mmproj, else the screenshot's; the default "
+                  "for uitars), pixels (the default otherwise), relative1000, resized:WxH, or "
+                  "resized (the engine's default smart resize of --viewport, for a server)"};
 }
 
 Result<agent::CoordinateFrame> parseCoordinateFrame(const std::string& text,

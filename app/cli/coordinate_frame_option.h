@@ -11,8 +11,10 @@
 
 namespace iris::app {
 
-OptionSpec actionFormatOption();     // --action-format, -f
-OptionSpec coordinateFrameOption();  // --coords
+OptionSpec actionFormatOption();  // --action-format, -f
+// --coords. `resizedPerScreen`: the command's screens vary (iris models check), so "resized"
+// follows each screenshot instead of --viewport.
+OptionSpec coordinateFrameOption(bool resizedPerScreen = false);
 
 // --coords TEXT: "auto", "pixels", "relative1000", "resized:WxH", or "resized". `screen` is the
 // screenshot size when it is known before the environment starts (the browser viewport, a

@@ -41,7 +41,7 @@ std::vector<OptionSpec> checkOptions() {
          "screen sizes the pages cycle through, e.g. 1280x800,1920x1080 (default: the model's "
          "image budget when known, then 1280x800, 1920x1080 and 1024x768)"},
         actionFormatOption(),
-        coordinateFrameOption(),
+        coordinateFrameOption(/*resizedPerScreen=*/true),
         {"json", "", false, "print the report as JSON"},
         {"details", "", false, "one line (or JSON object) per page as well"},
         {"help", "h", false, "show this help"},
@@ -77,13 +77,13 @@ void printHelp(const std::vector<OptionSpec>& specs) {
     std::cout
         << "Usage: iris models check (F.gguf | --model F.gguf [--mmproj MM.gguf] | --endpoint "
            "URL) [options]\n\n"
-           "Renders --tasks synthetic pages (buttons, links, text fields, checkboxes and "
-           "labelled icons at random places, sizes and themes) in Iris's offscreen browser, asks "
-           "the model in one agent step each to click a described element, and reports the hit "
-           "rate, the median and 90th percentile distance from the target's centre in screen "
-           "pixels, the time per step and the answers that did not parse; overall, per element "
-           "kind and per screen size. The same seed gives the same pages, so two quantizations "
-           "of one model can be compared.\n\n"
+           "Renders --tasks synthetic pages (buttons, links, text fields, checkboxes and labelled\n"
+           "icons at random places, sizes and themes) in Iris's offscreen browser, asks the model\n"
+           "in one agent step per page to click a described element, and reports the hit rate,\n"
+           "the median and 90th percentile distance from the target's centre in screen pixels,\n"
+           "the time per step and the answers that did not parse; overall, per element kind and\n"
+           "per screen size. The same seed gives the same pages, so two quantizations of one\n"
+           "model can be compared.\n\n"
         << Arguments::usage(specs)
         << "\nExit status: 0 the check ran, 1 it could not run, 2 bad usage.\n";
 }

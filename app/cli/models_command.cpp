@@ -13,7 +13,9 @@ namespace iris::app {
 namespace {
 
 // Every `iris models` subcommand, in the order `iris models --help` lists them.
-constexpr std::array<Subcommand, 0> kModelsSubcommands = {};
+constexpr std::array<Subcommand, 1> kModelsSubcommands = {{
+    {"check", "how well a model clicks where it is asked to (grounding self-test)", runModelsCheck},
+}};
 
 std::string modelsHelpText() {
     std::ostringstream text;

@@ -6,6 +6,7 @@
 
 namespace iris::app {
 
-int runModels(int argc, char** argv);  // models_command.cpp
+int runModels(int argc, char** argv);       // models_command.cpp
+int runModelsCheck(int argc, char** argv);  // models_check_command.cpp
 
 }  // namespace iris::app

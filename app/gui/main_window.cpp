@@ -33,6 +33,7 @@
 #include "agent/recording/session_store.h"
 #include "agent/visual/visual_diff.h"
 #include "app/gui/agent_panel.h"
+#include "app/gui/grounding_dialog.h"
 #include "app/gui/agent_runner.h"
 #include "app/gui/session_library.h"
 #include "app/gui/session_viewer.h"
@@ -182,6 +183,12 @@ void MainWindow::createMenus() {
     QAction* settings = fileMenu->addAction(tr("&Settings..."));
     settings->setShortcut(QKeySequence::Preferences);
     connect(settings, &QAction::triggered, this, &MainWindow::onSettings);
+    QAction* grounding = fileMenu->addAction(tr("Check &Grounding..."));
+    connect(grounding, &QAction::triggered, this, [this] {
+        auto* dialog = new GroundingDialog(m_settings, this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+    });
     fileMenu->addSeparator();
     QAction* quit = fileMenu->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);

@@ -22,7 +22,9 @@ std::string projectUrl(const fs::path& folder) {
 
 constexpr std::size_t kMaxSnapshotBytes = 4u << 20;
 
-nlohmann::json frameToJson(const agent::CoordinateFrame& frame) {
+}  // namespace
+
+std::string coordinateFrameText(const agent::CoordinateFrame& frame) {
     switch (frame.kind) {
         case agent::CoordinateFrame::Kind::ScreenshotPixels:
             return "pixels";
@@ -35,8 +37,6 @@ nlohmann::json frameToJson(const agent::CoordinateFrame& frame) {
     }
     return "resized:" + std::to_string(frame.width) + "x" + std::to_string(frame.height);
 }
-
-}  // namespace
 
 agent::SessionStatus sessionStatusOf(agent::LoopEnd end) {
     switch (end) {
@@ -61,8 +61,8 @@ nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* wo
         {"env", environmentText(plan.environment)},
         {"viewport",
          std::to_string(plan.environment.width) + "x" + std::to_string(plan.environment.height)},
-        {"coords",
-         frameToJson(plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
+        {"coords", coordinateFrameText(
+                       plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
         {"max_steps", plan.loop.maxSteps},
         {"screenshots_in_history", plan.loop.screenshotsInHistory},
         {"sleep_after_execution_ms", plan.loop.pauseAfterActionsMs},

@@ -36,6 +36,10 @@ struct PreparedSession {
 };
 Result<PreparedSession> prepareSession(const SessionPlan& plan);
 
+// A coordinate frame as --coords names it and sessions record it: "pixels", "relative1000",
+// "auto" (the model's image), "resized:WxH".
+std::string coordinateFrameText(const agent::CoordinateFrame& frame);
+
 // How a loop's end is recorded.
 agent::SessionStatus sessionStatusOf(agent::LoopEnd end);
 

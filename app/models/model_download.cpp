@@ -17,6 +17,7 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <curl/curl.h>
@@ -305,6 +306,7 @@ Response exchange(Transfer& transfer, std::optional<std::uint64_t> first,
         curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, onBody);
         curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &state);
         curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
+        if (std::getenv("IRIS_DEBUG_CURL")) curl_easy_setopt(curl.get(), CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, onTransferInfo);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &state);
         response.code = curl_easy_perform(curl.get());
@@ -390,8 +392,10 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
         if (end != 0 && offset >= end) return Status::ok();
         bool writeFailed = false;
         bool rangeIgnored = false;
+        bool firstBytes = true;
         const BodySink sink = [&](long status, const char* data, std::size_t size) {
-            if (status == 200 && offset != 0) {
+            const bool first = std::exchange(firstBytes, false);
+            if (first && status == 200 && offset != 0) {
                 if (!restartable) {
                     rangeIgnored = true;
                     return false;
@@ -434,10 +438,6 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
             last = Status::ioError(request.url + ": " + response.curlMessage + " (after " +
                                    std::to_string(offset) + " bytes)");
         } else if (response.status == 200 || response.status == 206) {
-            if (response.status == 206 && !response.contentRange.empty()) {
-                // Checked after the fact: a range that did not start where asked was written
-                // at the wrong place; the hash check would catch it, this names it.
-            }
             if (end == 0 || offset >= end) return Status::ok();
             last = Status::ioError(request.url + ": the answer ended after " +
                                    std::to_string(offset) + " bytes");
@@ -450,7 +450,7 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
             return cancelledStatus(request);
         backoff = std::min(backoff * 2, 30.0);
     }
-    return last.withContext("");
+    return last;
 }
 
 struct Probe {
@@ -544,7 +544,7 @@ double parseRetryAfter(const std::string& value, std::int64_t nowUnix) {
     char weekday[4] = {}, month[4] = {};
     int day = 0, year = 0, hour = 0, minute = 0, second = 0;
     const std::string copy(text);
-    if (std::sscanf(copy.c_str(), "%3s %d %3s %d %d:%d:%d GMT", weekday, &day, month, &year,
+    if (std::sscanf(copy.c_str(), "%3s, %d %3s %d %d:%d:%d GMT", weekday, &day, month, &year,
                     &hour, &minute, &second) != 7) {
         return -1;
     }

@@ -3,6 +3,7 @@
 // and hosts, file extensions and protocol tokens are ASCII, and a locale-dependent tolower would
 // make parsing depend on the user's environment.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,8 @@ std::string_view trim(std::string_view text);
 
 // The value of a hexadecimal digit (0-9, a-f, A-F), or -1 for any other character.
 int hexDigitValue(char c);
+
+// A byte count as a person reads it, in powers of 1024: "512 B", "1.5 KiB", "4.4 GiB".
+std::string humanBytes(std::uint64_t bytes);
 
 }  // namespace iris

@@ -4,13 +4,46 @@
 #include <optional>
 #include <string>
 
+#include "app/models/model_pull.h"
 #include "app/session/data_paths.h"
 
 namespace iris::app {
 
+Result<ModelFiles> resolveModelOption(const std::string& value) {
+    ModelFiles files;
+    std::error_code error;
+    if (value.ends_with(".gguf") || std::filesystem::is_regular_file(value, error)) {
+        files.model = value;
+        files.name = std::filesystem::path(value).stem().string();
+        return files;
+    }
+    // A missing catalogue only loses the defaults: the pulled files still run.
+    Result<models::Catalogue> catalogue =
+        models::loadCatalogue(dataDirectory() / "models" / "catalogue.json");
+    const models::ModelStore store(models::defaultModelsDirectory());
+    Result<models::PulledModel> pulled =
+        models::findPulledModel(store, catalogue ? *catalogue : models::Catalogue{}, value);
+    if (!pulled) return pulled.status().withContext("--model " + value + ": ");
+    files.model = pulled->modelPath;
+    files.mmproj = pulled->mmprojPath;
+    files.name = value;
+    files.pulled = true;
+    files.entry = pulled->entry;
+    return files;
+}
+
+std::optional<models::CatalogueEntry> catalogueEntryFromArguments(const Arguments& args) {
+    const std::optional<std::string> model = args.value("model");
+    if (!model) return std::nullopt;
+    Result<ModelFiles> files = resolveModelOption(*model);
+    if (!files) return std::nullopt;  // modelChoiceFromArguments reports it
+    return files->entry;
+}
+
 std::vector<OptionSpec> modelAndDatabaseOptions() {
     return {
-        {"model", "m", true, "GGUF model file for Iris's own engine"},
+        {"model", "m", true,
+         "GGUF model file for Iris's own engine, or a pulled model's name (iris models list)"},
         {"mmproj", "", true, "the model's vision projector GGUF (image input)"},
         {"endpoint", "", true,
          "an OpenAI-compatible server instead, e.g. http://127.0.0.1:8000/v1"},
@@ -49,9 +82,12 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(context.status());
     if (*threads < 1 || *context < 256)
         return Status::invalidArgument("--threads must be >= 1 and --ctx-size >= 256");
+    Result<ModelFiles> files = resolveModelOption(*model);
+    IRIS_RETURN_IF_ERROR(files.status());
     choice.backend = ModelChoice::Backend::LocalEngine;
-    choice.modelPath = *model;
-    choice.mmprojPath = args.value("mmproj").value_or("");
+    choice.modelPath = files->model;
+    choice.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
+    if (files->entry) choice.imageMaxPixels = files->entry->maxPixels;
     choice.threads = int(*threads);
     choice.contextSize = *context;
     return choice;

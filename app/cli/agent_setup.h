@@ -4,14 +4,32 @@
 // ModelChoice and database path.
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "agent/clients/model_client.h"
 #include "app/cli/arguments.h"
+#include "app/models/catalogue.h"
 #include "app/session/model_choice.h"
 #include "base/status.h"
 
 namespace iris::app {
+
+// What --model names: a GGUF file (as given), or a model pulled into the store by name
+// (ui-tars-1.5-7b[:QUANT], user/repo[:QUANT]: app/models), found offline, with its projector and,
+// when the catalogue (resources/models/catalogue.json) knows it, how to drive it.
+struct ModelFiles {
+    std::filesystem::path model;
+    std::filesystem::path mmproj;  // the pulled projector; empty for a file or a text model
+    std::string name;              // the name as given, or the file's stem
+    bool pulled = false;           // found in the store by name
+    std::optional<models::CatalogueEntry> entry;
+};
+
+// A value that is an existing file or ends in .gguf is a file; anything else a name, looked up
+// in the store (NotFound says how to pull it).
+Result<ModelFiles> resolveModelOption(const std::string& value);
 
 // --model, --mmproj, --endpoint, --model-name, --api-key-env, --threads, --ctx-size, --db.
 std::vector<OptionSpec> modelAndDatabaseOptions();
@@ -20,6 +38,11 @@ std::vector<OptionSpec> modelAndDatabaseOptions();
 // (--endpoint), or Backend::None when neither is given. Errors name the option (both given,
 // --mmproj without --model, a --threads or --ctx-size out of range, an unset --api-key-env).
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args);
+
+// The catalogue's defaults for a pulled --model: the action format and coordinate frame (as
+// `iris run --action-format` / `--coords` spell them) the caller uses where the options do not
+// say. nullopt for a file, no --model, or a model the catalogue does not know.
+std::optional<models::CatalogueEntry> catalogueEntryFromArguments(const Arguments& args);
 
 // makeModelClient(modelChoiceFromArguments(args)): nullptr when no model is given.
 Result<std::unique_ptr<agent::ModelClient>> modelClientFromArguments(const Arguments& args);

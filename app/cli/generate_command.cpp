@@ -9,6 +9,7 @@
 #include <iostream>
 #include <random>
 
+#include "app/cli/agent_setup.h"
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
 #include "inference/engine.h"
@@ -17,7 +18,7 @@ namespace iris::app {
 namespace {
 
 constexpr OptionSpec kOptions[] = {
-    {"model", "m", true, "GGUF model file (required)"},
+    {"model", "m", true, "GGUF model file or a pulled model's name (required)"},
     {"mmproj", "", true, "the model's vision projector GGUF (needed for --image)"},
     {"image", "", true,
      "PNG or JPEG file (repeatable); goes where the prompt says <__media__>, else before it"},
@@ -149,7 +150,9 @@ Result<GenerateSettings> readSettings(const Arguments& args) {
         inference::parseVisionPrecision(args.value("vision-precision").value_or("auto"));
     if (!visionPrecision)
         return Status::invalidArgument("--vision-precision wants auto, f32 or bf16");
-    if (!settings.imageFiles.empty() && !args.has("mmproj"))
+    Result<ModelFiles> files = resolveModelOption(*model);
+    IRIS_RETURN_IF_ERROR(files.status());
+    if (!settings.imageFiles.empty() && !args.has("mmproj") && files->mmproj.empty())
         return Status::invalidArgument(
             "--image needs the model's vision projector: pass --mmproj MM.gguf");
     settings.markers = countMarkers(*prompt);
@@ -159,13 +162,13 @@ Result<GenerateSettings> readSettings(const Arguments& args) {
             " markers for " + std::to_string(settings.imageFiles.size()) + " --image files");
     }
 
-    settings.model = *model;
+    settings.model = files->model;
     settings.prompt = *prompt;
     settings.engine.threads = int(*threads);
     settings.engine.contextSize = *ctx;
     settings.engine.visionPrecision = *visionPrecision;
-    if (std::optional<std::string> mmproj = args.value("mmproj"))
-        settings.engine.mmprojPath = *mmproj;
+    settings.engine.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
+    if (files->entry) settings.engine.imageMaxPixels = files->entry->maxPixels;
     // Unset: the projector's own budget (VisionConfig::minPixels / maxPixels).
     if (args.has("image-max-tokens")) settings.engine.imageMaxPixels = *maxImageTokens * 28 * 28;
     if (args.has("image-min-tokens")) settings.engine.imageMinPixels = *minImageTokens * 28 * 28;

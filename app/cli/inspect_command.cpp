@@ -5,21 +5,10 @@
 #include <map>
 #include <string>
 
+#include "base/strings.h"
+
 namespace iris::app {
 namespace {
-
-std::string humanBytes(std::uint64_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = double(bytes);
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
-}
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {
     std::string text;

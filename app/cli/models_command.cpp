@@ -13,9 +13,17 @@ namespace iris::app {
 namespace {
 
 // Every `iris models` subcommand, in the order `iris models --help` lists them.
-constexpr std::array<Subcommand, 1> kModelsSubcommands = {{
-    {"check", "how well a model clicks where it is asked to (grounding self-test)", runModelsCheck},
-}};
+constexpr std::array kModelsSubcommands = {
+    Subcommand{"pull", "download a model and its projector into the store (resumable)",
+               runModelsPull},
+    Subcommand{"list", "pulled models (name, quantization, size, vision, last used)",
+               runModelsList},
+    Subcommand{"rm", "remove a pulled model and the files nothing else uses", runModelsRm},
+    Subcommand{"verify", "re-hash pulled models' files against their SHA-256", runModelsVerify},
+    Subcommand{"info", "architecture, parameters, context, tensor types, projector", runModelsInfo},
+    Subcommand{"check", "how well a model clicks where it is asked to (grounding self-test)",
+               runModelsCheck},
+};
 
 std::string modelsHelpText() {
     std::ostringstream text;

@@ -9,4 +9,11 @@ namespace iris::app {
 int runModels(int argc, char** argv);       // models_command.cpp
 int runModelsCheck(int argc, char** argv);  // models_check_command.cpp
 
+// The model store (app/models): models_store_commands.cpp.
+int runModelsPull(int argc, char** argv);
+int runModelsList(int argc, char** argv);
+int runModelsRm(int argc, char** argv);
+int runModelsVerify(int argc, char** argv);
+int runModelsInfo(int argc, char** argv);
+
 }  // namespace iris::app

@@ -1,5 +1,5 @@
 // iris run --instruction TEXT | --task FILE.json  --env web:DIR|url:URL|desktop[:private]
-//          [--target IMAGE] (--model F.gguf | --endpoint URL) [--action-format F] [--max-steps N]
+//          [--target IMAGE] (--model F.gguf|NAME | --endpoint URL) [--action-format F] [--max-steps N]
 #include <fstream>
 #include <iostream>
 
@@ -120,15 +120,20 @@ int runRun(int argc, char** argv) {
         plan.environment.height = size->second;
     }
 
-    Result<agent::ActionFormat> format =
-        agent::actionFormatFromName(args->value("action-format").value_or("tools"));
+    // A pulled catalogue model (--model ui-tars-1.5-7b) brings its format and frame; the options
+    // still win.
+    const std::optional<models::CatalogueEntry> entry = catalogueEntryFromArguments(*args);
+    Result<agent::ActionFormat> format = agent::actionFormatFromName(
+        args->value("action-format").value_or(entry ? entry->actionFormat : "tools"));
     if (!format) return usageError(format.status().message());
     plan.loop.format = *format;
     std::optional<std::pair<int, int>> screen;
     if (plan.environment.kind != EnvironmentSpec::Kind::Desktop)
         screen = std::pair(plan.environment.width, plan.environment.height);
     // Without --coords the loop takes the format's default (defaultCoordinateFrame).
-    if (std::optional<std::string> coords = args->value("coords")) {
+    std::optional<std::string> coords = args->value("coords");
+    if (!coords && entry && !args->has("action-format")) coords = entry->coords;
+    if (coords) {
         Result<agent::CoordinateFrame> frame = parseCoordinateFrame(*coords, screen);
         if (!frame) return usageError(frame.status().message());
         plan.loop.frame = *frame;

@@ -8,8 +8,9 @@ namespace iris::app {
 // none is named (iris --db, the GUI's storage setting).
 std::filesystem::path defaultSessionDatabasePath();
 
-// Iris's bundled data (demo project, target mockup, recorded demonstration): $IRIS_DATA_DIR, the
-// installed share/iris next to the executable, or the source tree's resources/.
+// Iris's bundled data (demo project, target mockup, recorded demonstration, the model catalogue
+// models/catalogue.json): $IRIS_DATA_DIR, the installed share/iris next to the executable, or the
+// source tree's resources/.
 std::filesystem::path dataDirectory();
 
 }  // namespace iris::app

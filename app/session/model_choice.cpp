@@ -79,6 +79,7 @@ Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& c
     options.contextSize = choice.contextSize;
     options.maxSessions = choice.parallel;
     options.mmprojPath = choice.mmprojPath;
+    options.imageMaxPixels = choice.imageMaxPixels;
     options.onLoadProgress = std::move(onLoadProgress);
     Result<std::unique_ptr<inference::Engine>> engine =
         inference::Engine::load(choice.modelPath, options);

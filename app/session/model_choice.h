@@ -28,6 +28,8 @@ struct ModelChoice {
     // LocalEngine: the language model, its optional vision projector, and the engine's size.
     std::filesystem::path modelPath;
     std::filesystem::path mmprojPath;  // empty: text only
+    // The image budget in pixels (a catalogue model's max_pixels); 0: the projector's own.
+    std::int64_t imageMaxPixels = 0;
     int threads = inference::ThreadPool::hardwareThreads();
     std::int64_t contextSize = 16384;  // tokens per sequence
     // Sequences the engine runs at once (an evaluation's --parallel): its KV pool holds this many

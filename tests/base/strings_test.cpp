@@ -39,5 +39,12 @@ TEST(HexDigitValue, AcceptsBothCasesAndRejectsTheRest) {
         EXPECT_EQ(hexDigitValue(c), -1) << c;
 }
 
+TEST(HumanBytes, UsesPowersOf1024WithOneDecimal) {
+    EXPECT_EQ(humanBytes(0), "0 B");
+    EXPECT_EQ(humanBytes(1023), "1023 B");
+    EXPECT_EQ(humanBytes(1536), "1.5 KiB");
+    EXPECT_EQ(humanBytes(std::uint64_t(4683074240)), "4.4 GiB");
+}
+
 }  // namespace
 }  // namespace iris

@@ -24,7 +24,8 @@ foreach(path
         ./usr/share/metainfo/org.irisagent.Iris.metainfo.xml
         ./usr/share/iris/demo/target.png
         ./usr/share/iris/demo/demonstration.json
-        ./usr/share/iris/demo/project/style.css)
+        ./usr/share/iris/demo/project/style.css
+        ./usr/share/iris/models/catalogue.json)
     string(FIND "${contents}" " ${path}\n" at)
     if(at EQUAL -1)
         message(FATAL_ERROR "${debs} lacks ${path}; it contains:\n${contents}")
@@ -53,5 +54,13 @@ execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=IRIS_DATA_DIR QT_QPA_P
                 RESULT_VARIABLE rc OUTPUT_VARIABLE demo ERROR_VARIABLE demo)
 if(NOT rc EQUAL 0 OR NOT demo MATCHES "done after 5 steps, score 1.0000")
     message(FATAL_ERROR "the packaged iris demo failed (${rc}):\n${demo}")
+endif()
+# The packaged binary finds its model catalogue the same way.
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=IRIS_DATA_DIR
+                        "IRIS_MODELS_DIR=${WORK_DIR}/models"
+                        "${WORK_DIR}/root/usr/bin/iris" models list --catalogue
+                RESULT_VARIABLE rc OUTPUT_VARIABLE catalogue ERROR_VARIABLE catalogue)
+if(NOT rc EQUAL 0 OR NOT catalogue MATCHES "ui-tars-1.5-7b")
+    message(FATAL_ERROR "the packaged iris models list --catalogue failed (${rc}):\n${catalogue}")
 endif()
 message(STATUS "${debs} is complete:\n${fields}")

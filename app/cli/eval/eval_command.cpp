@@ -49,7 +49,14 @@ std::vector<OptionSpec> runOptions() {
 std::string modelFolderName(const Arguments& args) {
     if (args.has("demonstrations")) return "demonstration";
     if (args.has("idle")) return "idle";
-    if (std::optional<std::string> model = args.value("model")) return fs::path(*model).stem();
+    if (std::optional<std::string> model = args.value("model")) {
+        if (model->ends_with(".gguf")) return fs::path(*model).stem();
+        // A pulled model's name (user/repo:QUANT): one folder name.
+        std::string name = *model;
+        for (char& c : name)
+            if (c == '/' || c == ':') c = '_';
+        return name;
+    }
     return args.value("model-name").value_or("iris");
 }
 
@@ -112,7 +119,9 @@ int runRunCommand(int argc, char** argv) {
                       : args->has("idle")         ? eval::AnswerSource::Idle
                                                   : eval::AnswerSource::Model;
     options.modelName = modelFolderName(*args);
-    options.actionFormat = args->value("action-format").value_or("pyautogui");
+    const std::optional<models::CatalogueEntry> entry = catalogueEntryFromArguments(*args);
+    options.actionFormat =
+        args->value("action-format").value_or(entry ? entry->actionFormat : "pyautogui");
     if (Result<agent::ActionFormat> format = agent::actionFormatFromName(options.actionFormat);
         !format)
         return usage("--action-format: " + format.status().message());

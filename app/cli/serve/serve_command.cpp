@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "app/cli/agent_setup.h"
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
 #include "app/cli/interrupt_watcher.h"
@@ -22,7 +23,7 @@ namespace iris::app {
 namespace {
 
 constexpr OptionSpec kOptions[] = {
-    {"model", "m", true, "GGUF model file (required)"},
+    {"model", "m", true, "GGUF model file or a pulled model's name (required)"},
     {"mmproj", "", true, "the model's vision projector GGUF (for image parts)"},
     {"host", "", true, "address to listen on (default 127.0.0.1: this machine only)"},
     {"port", "", true, "TCP port (default 8080; 0: any free port, printed)"},
@@ -75,19 +76,22 @@ Result<ServeSettings> readSettings(const Arguments& args) {
     if (*ctx < 16 || *threads < 1 || *waiting < 0 || *bodyMb < 1)
         return Status::invalidArgument(
             "--ctx-size must be >= 16, --threads and --max-body-mb >= 1, --max-waiting >= 0");
+    Result<ModelFiles> files = resolveModelOption(*model);
+    IRIS_RETURN_IF_ERROR(files.status());
     ServeSettings settings;
-    settings.model = *model;
+    settings.model = files->model;
     settings.engine.threads = int(*threads);
     settings.engine.contextSize = *ctx;
     settings.engine.maxSessions = int(*parallel);
-    if (std::optional<std::string> mmproj = args.value("mmproj"))
-        settings.engine.mmprojPath = *mmproj;
+    settings.engine.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
+    if (files->entry) settings.engine.imageMaxPixels = files->entry->maxPixels;
     settings.scheduler.maxRunning = int(*parallel);
     settings.scheduler.maxWaiting = int(*waiting);
     settings.server.host = args.value("host").value_or("127.0.0.1");
     settings.server.port = int(*port);
     settings.server.maxBodyBytes = std::size_t(*bodyMb) << 20;
-    settings.server.modelName = settings.model.filename().string();
+    // A pulled model answers to its name, a file to its file name.
+    settings.server.modelName = files->pulled ? files->name : settings.model.filename().string();
     // A connection's thread waits for its generation, so the running and the waiting requests
     // each need one, plus a few for /health and /metrics.
     settings.server.httpThreads = int(*parallel + *waiting + 4);

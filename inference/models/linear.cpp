@@ -49,8 +49,11 @@ void LinearRunner::run(std::initializer_list<Target> targets, const float* x, st
         ready[format] = base;
     }
     // All targets' output rows form one range split between the threads, in grains of 16 so
-    // that packed groups stay whole and each thread's share of y is whole cache lines.
-    pool.parallelFor(columns, kPackedGroup, [&](std::int64_t begin, std::int64_t end) {
+    // that packed groups stay whole and each piece of y is whole cache lines; four pieces per
+    // thread, so that a thread the OS deschedules holds the others up for a quarter of its share
+    // at most (ThreadPool::parallelFor).
+    constexpr int kPiecesPerThread = 4;
+    const auto multiply = [&](std::int64_t begin, std::int64_t end) {
         std::int64_t first = 0;
         for (const Target& target : targets) {
             const Linear& w = *target.weights;
@@ -72,7 +75,8 @@ void LinearRunner::run(std::initializer_list<Target> targets, const float* x, st
                     target.y[r * w.out + n] += w.bias[n];
             }
         }
-    });
+    };
+    pool.parallelFor(columns, kPackedGroup, multiply, kPiecesPerThread);
 }
 
 }  // namespace iris::inference

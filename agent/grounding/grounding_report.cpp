@@ -40,6 +40,11 @@ std::string pixels(const std::optional<double>& value) {
     return value ? fixed1(*value) : "-";
 }
 
+// "12.3 px", or "-" when there was no click to measure.
+std::string withUnit(const std::optional<double>& value) {
+    return value ? fixed1(*value) + " px" : "-";
+}
+
 std::string seconds(const std::optional<double>& milliseconds) {
     if (!milliseconds) return "-";
     char text[64];
@@ -150,8 +155,8 @@ std::string reportText(const GroundingReport& report, bool details) {
     out << " (seed " << report.seed << ", action format " << report.actionFormat << ", coordinates "
         << report.coordinateFrame << ")\n"
         << "hit rate: " << percent(all.hitRate) << " (" << all.hits << '/' << all.pages
-        << ")  distance from the target's centre: median " << pixels(all.medianDistance)
-        << " px, p90 " << pixels(all.p90Distance) << " px\n"
+        << ")  distance from the target's centre: median " << withUnit(all.medianDistance)
+        << ", p90 " << withUnit(all.p90Distance) << "\n"
         << "time per step: median " << seconds(all.medianStepMs) << " (model "
         << seconds(all.medianModelMs) << ")\n"
         << "parse errors: " << all.parseErrors << "  no click: " << all.noClick

@@ -243,9 +243,12 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
             report.stopped = true;
             break;
         }
-        if (!step || !step->response) {
+        // Without a record the loop failed outside the model call (the browser): not the model's
+        // doing, and nothing to score.
+        if (!step) return Status::ioError("page " + std::to_string(i + 1) + ": " + result.message);
+        if (!step->response) {
             outcome.verdict = gr::PageVerdict::ModelError;
-            outcome.problem = step && !step->modelError.empty() ? step->modelError : result.message;
+            outcome.problem = step->modelError;
             if (i == 0)
                 return Status::unavailable("the first page's model call failed: " +
                                            outcome.problem);

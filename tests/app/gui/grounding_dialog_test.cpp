@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <QPixmap>
 #include <QPushButton>
 #include <QSignalSpy>
 
@@ -61,6 +62,8 @@ TEST(GroundingDialogTest, RunsTheCheckAndShowsTheReport) {
     EXPECT_TRUE(log.contains(QStringLiteral("page 2 "))) << log.toStdString();
     EXPECT_TRUE(log.contains(QStringLiteral("hit rate: 0.0% (0/2)"))) << log.toStdString();
     EXPECT_TRUE(log.contains(QStringLiteral("parse errors: 2"))) << log.toStdString();
+    dialog.resize(900, 600);
+    EXPECT_TRUE(dialog.grab().save(QStringLiteral(IRIS_TEST_ARTIFACTS "/grounding_dialog.png")));
     server.stop();
     thread.join();
 }

@@ -77,13 +77,13 @@ SettingsDialog::SettingsDialog(const AppSettings& initial, QWidget* parent) : QD
     auto* columns = new QHBoxLayout;
     auto* left = new QVBoxLayout;
     left->addWidget(buildModelSection());
-    left->addWidget(buildModelsSection());
     left->addWidget(buildEngineSection());
     left->addStretch();
     auto* right = new QVBoxLayout;
     right->addWidget(buildAgentSection());
     right->addWidget(buildSafetySection());
     right->addWidget(buildStorageSection());
+    right->addWidget(buildModelsSection());
     right->addStretch();
     columns->addLayout(left, 3);
     columns->addLayout(right, 2);

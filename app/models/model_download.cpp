@@ -627,8 +627,20 @@ Status downloadModelFile(const DownloadRequest& request) {
             done += r.done;
         IRIS_RETURN_IF_ERROR(checkFreeSpace(part, 0));
         transfer.start(done, recordedTotal);
-        IRIS_RETURN_IF_ERROR(fetchRanges(transfer));
+        const Status ranged = fetchRanges(transfer);
         total = recordedTotal;
+        if (ranged.code() == StatusCode::Unsupported) {
+            // The server no longer answers ranges: its bytes come again, from the start.
+            if (::ftruncate(fd.get(), 0) != 0)
+                return Status::ioError(part.string() + ": " + std::strerror(errno));
+            fs::remove(rangesFile, error);
+            Transfer again(request, fd.get());
+            again.start(0, total);
+            std::uint64_t offset = 0;
+            IRIS_RETURN_IF_ERROR(fetchRange(again, offset, 0, true, {}));
+        } else {
+            IRIS_RETURN_IF_ERROR(ranged);
+        }
     } else {
         bool parallel = false;
         const bool large = request.expectedSize == 0 || request.expectedSize >= request.parallelThreshold;

@@ -287,6 +287,23 @@ TEST_F(ModelDownload, AnInterruptedParallelDownloadResumesItsRanges) {
     EXPECT_EQ(hub.bytesServed - before, 500000u - kept);
 }
 
+TEST_F(ModelDownload, ARecordOfRangesWhenTheServerStoppedAllowingRangesStartsOver) {
+    DownloadRequest r = request("tiny-Q8_0.gguf");
+    r.connections = 4;
+    r.parallelThreshold = 64 * 1024;
+    r.attempts = 1;
+    hub.drops = 100;
+    hub.dropAfter = 30000;
+    ASSERT_FALSE(downloadModelFile(r).isOk());
+    ASSERT_TRUE(fs::exists(dir() / "blob.part.ranges"));
+    hub.drops = 0;
+    hub.ranges = false;
+    const Status status = downloadModelFile(r);
+    ASSERT_TRUE(status.isOk()) << status.message();
+    EXPECT_EQ(readFile(dir() / "blob"), file("tiny-Q8_0.gguf").content);
+    EXPECT_FALSE(fs::exists(dir() / "blob.part.ranges"));
+}
+
 TEST_F(ModelDownload, CancelKeepsAPartialThatTheNextDownloadResumes) {
     std::atomic<bool> cancel = false;
     hub.sleepPerChunkUs = 5000;  // about 0.6 s for the file; progress comes every 0.25 s

@@ -306,7 +306,6 @@ Response exchange(Transfer& transfer, std::optional<std::uint64_t> first,
         curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, onBody);
         curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &state);
         curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
-        if (std::getenv("IRIS_DEBUG_CURL")) curl_easy_setopt(curl.get(), CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, onTransferInfo);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &state);
         response.code = curl_easy_perform(curl.get());

@@ -22,7 +22,9 @@ enum Column { Name, Quant, Size, State };
 constexpr int kModelRole = Qt::UserRole;       // pulled: "name:quant"; catalogue: "name"
 constexpr int kPulledRole = Qt::UserRole + 1;  // bool
 
-QString qs(const std::string& text) { return QString::fromStdString(text); }
+QString qs(const std::string& text) {
+    return QString::fromStdString(text);
+}
 
 }  // namespace
 
@@ -108,8 +110,9 @@ void ModelsPanel::refresh() {
         item->setData(Name, kPulledRole, true);
     }
     for (const models::CatalogueEntry& entry : m_catalogue.entries) {
-        const bool have = std::any_of(manifests.begin(), manifests.end(),
-                                      [&](const models::Manifest& m) { return m.name == entry.name; });
+        const bool have =
+            std::any_of(manifests.begin(), manifests.end(),
+                        [&](const models::Manifest& m) { return m.name == entry.name; });
         if (have) continue;
         auto* item = new QTreeWidgetItem(m_list);
         item->setText(Name, qs(entry.name));
@@ -169,35 +172,44 @@ void ModelsPanel::startPull() {
     const QPointer<ModelsPanel> self(this);
     options.onProgress = [self](const std::string& file, const models::DownloadProgress& p) {
         const QString name = qs(file);
-        QMetaObject::invokeMethod(self, [self, name, p] {
-            if (!self) return;
-            self->m_progress->setValue(p.total ? int(1000.0 * double(p.done) / double(p.total)) : 0);
-            QString line = name + QStringLiteral("  ") + qs(humanBytes(p.done));
-            if (p.total) line += QStringLiteral(" / ") + qs(humanBytes(p.total));
-            if (p.bytesPerSecond > 0)
-                line += QStringLiteral("  ") + qs(humanBytes(std::uint64_t(p.bytesPerSecond))) +
-                        QStringLiteral("/s");
-            if (p.resumed) line += self->tr("  (resumed)");
-            self->m_status->setText(line);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self,
+            [self, name, p] {
+                if (!self) return;
+                self->m_progress->setValue(p.total ? int(1000.0 * double(p.done) / double(p.total))
+                                                   : 0);
+                QString line = name + QStringLiteral("  ") + qs(humanBytes(p.done));
+                if (p.total) line += QStringLiteral(" / ") + qs(humanBytes(p.total));
+                if (p.bytesPerSecond > 0)
+                    line += QStringLiteral("  ") + qs(humanBytes(std::uint64_t(p.bytesPerSecond))) +
+                            QStringLiteral("/s");
+                if (p.resumed) line += self->tr("  (resumed)");
+                self->m_status->setText(line);
+            },
+            Qt::QueuedConnection);
     };
     options.onMessage = [self](const std::string& message) {
         const QString line = qs(message);
-        QMetaObject::invokeMethod(self, [self, line] {
-            if (self) self->m_status->setText(line);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self,
+            [self, line] {
+                if (self) self->m_status->setText(line);
+            },
+            Qt::QueuedConnection);
     };
     m_thread = std::thread([this, self, store = m_store, catalogue = m_catalogue,
                             reference = *reference, options]() {
         Result<models::Manifest> manifest = models::pullModel(store, catalogue, reference, options);
         const bool ok = manifest.isOk();
-        const QString message =
-            ok ? tr("Pulled %1:%2").arg(qs(manifest->name), qs(manifest->quant))
-               : qs(manifest.status().message());
+        const QString message = ok ? tr("Pulled %1:%2").arg(qs(manifest->name), qs(manifest->quant))
+                                   : qs(manifest.status().message());
         m_finished = true;
-        QMetaObject::invokeMethod(self, [self, ok, message] {
-            if (self) self->finishPull(ok, message);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self,
+            [self, ok, message] {
+                if (self) self->finishPull(ok, message);
+            },
+            Qt::QueuedConnection);
     });
 }
 
@@ -205,9 +217,8 @@ void ModelsPanel::finishPull(bool ok, const QString& message) {
     m_pull->setEnabled(true);
     m_cancel->setEnabled(false);
     m_progress->setVisible(false);
-    m_status->setText(ok || !m_cancelRequested
-                          ? message
-                          : tr("Stopped; pull again to resume where it stopped."));
+    m_status->setText(
+        ok || !m_cancelRequested ? message : tr("Stopped; pull again to resume where it stopped."));
     refresh();
 }
 

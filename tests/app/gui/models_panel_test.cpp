@@ -1,6 +1,8 @@
 // Settings ▸ Models (app/gui/models_panel.h) against the fake hub on loopback
 // (tests/app/models/fake_hub.h): a pull with progress, a cancel that leaves a resumable partial
 // file, and "Use" handing over the model with its projector.
+#include "app/gui/models_panel.h"
+
 #include <gtest/gtest.h>
 
 #include <QLabel>
@@ -11,7 +13,6 @@
 #include <QTest>
 #include <QTreeWidget>
 
-#include "app/gui/models_panel.h"
 #include "base/temporary_folder.h"
 #include "tests/app/models/fake_hub.h"
 
@@ -32,7 +33,8 @@ protected:
     ModelsPanelOptions options() const {
         ModelsPanelOptions o;
         o.storeDirectory = m_folder->path() / "store";
-        o.cataloguePath = std::filesystem::path(IRIS_SOURCE_ROOT) / "resources/models/catalogue.json";
+        o.cataloguePath =
+            std::filesystem::path(IRIS_SOURCE_ROOT) / "resources/models/catalogue.json";
         o.hub.endpoint = hub.endpoint();
         o.hub.token.clear();
         return o;
@@ -54,7 +56,8 @@ TEST_F(ModelsPanelTest, ListsTheCataloguePullsAndUsesTheModelWithItsProjector) {
     ASSERT_NE(list, nullptr);
     EXPECT_TRUE(rowText(list, 0).contains(QStringLiteral("ui-tars-1.5-7b")));
 
-    panel.findChild<QLineEdit*>(QStringLiteral("modelReference"))->setText(QStringLiteral("test/tiny-GGUF"));
+    panel.findChild<QLineEdit*>(QStringLiteral("modelReference"))
+        ->setText(QStringLiteral("test/tiny-GGUF"));
     QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("pullModel")), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!panel.pulling(), 20000);
     auto* status = panel.findChild<QLabel*>(QStringLiteral("pullStatus"));
@@ -76,15 +79,16 @@ TEST_F(ModelsPanelTest, ListsTheCataloguePullsAndUsesTheModelWithItsProjector) {
 TEST_F(ModelsPanelTest, CancelKeepsThePartialFileAndTheNextPullResumesIt) {
     hub.sleepPerChunkUs = 5000;
     ModelsPanel panel(options());
-    panel.findChild<QLineEdit*>(QStringLiteral("modelReference"))->setText(QStringLiteral("test/tiny-GGUF"));
+    panel.findChild<QLineEdit*>(QStringLiteral("modelReference"))
+        ->setText(QStringLiteral("test/tiny-GGUF"));
     QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("pullModel")), Qt::LeftButton);
     auto* progress = panel.findChild<QProgressBar*>(QStringLiteral("pullProgress"));
     QTRY_VERIFY_WITH_TIMEOUT(progress->value() > 0, 20000);
     QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("cancelPull")), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!panel.pulling(), 20000);
     auto* status = panel.findChild<QLabel*>(QStringLiteral("pullStatus"));
-    QTRY_COMPARE_WITH_TIMEOUT(status->text(),
-                              QStringLiteral("Stopped; pull again to resume where it stopped."), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(
+        status->text(), QStringLiteral("Stopped; pull again to resume where it stopped."), 5000);
     const models::ModelStore store(options().storeDirectory);
     const std::string sha = FakeHub::sha256Hex(hub.files[0].content);
     ASSERT_TRUE(std::filesystem::exists(store.blobPath(sha).string() + ".part"));
@@ -94,7 +98,8 @@ TEST_F(ModelsPanelTest, CancelKeepsThePartialFileAndTheNextPullResumesIt) {
     QTest::qWait(100);  // the cancelled connection's last chunk
     const std::uint64_t before = hub.bytesServed;
     QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("pullModel")), Qt::LeftButton);
-    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QStringLiteral("Pulled test/tiny-GGUF:Q4_K_M"), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QStringLiteral("Pulled test/tiny-GGUF:Q4_K_M"),
+                              20000);
     EXPECT_EQ(hub.bytesServed - before, (400000u - kept) + 50000u);
     EXPECT_TRUE(store.hasBlob(sha));
 }

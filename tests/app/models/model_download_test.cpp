@@ -1,8 +1,6 @@
 // Downloads and pulls against FakeHub (tests/app/models/fake_hub.h) on loopback: every case ends
 // in a complete verified file, or a clear error and a partial file the next pull resumes.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "app/models/model_download.h"
 
 #include <chrono>
 #include <filesystem>
@@ -11,8 +9,10 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "app/models/model_download.h"
 #include "app/models/model_pull.h"
 #include "base/temporary_folder.h"
 #include "tests/app/models/fake_hub.h"
@@ -94,7 +94,8 @@ TEST_F(ModelDownload, ListingAnUnknownRepositoryNamesIt) {
     Result<std::vector<HubFile>> files = listRepositoryFiles(options, "nobody/nothing");
     ASSERT_FALSE(files);
     EXPECT_EQ(files.status().code(), StatusCode::NotFound);
-    EXPECT_NE(files.status().message().find("nobody/nothing: no such repository"), std::string::npos);
+    EXPECT_NE(files.status().message().find("nobody/nothing: no such repository"),
+              std::string::npos);
 }
 
 TEST_F(ModelDownload, PullFetchesTheDefaultQuantizationAndItsProjector) {
@@ -238,7 +239,8 @@ TEST(RetryAfter, ReadsSecondsAndHttpDates) {
 TEST_F(ModelDownload, AServerWithoutRangeStartsOverAndEndsVerified) {
     hub.ranges = false;
     // A partial file from an earlier try: the server cannot resume it.
-    std::ofstream(dir() / "blob.part", std::ios::binary) << file("tiny-Q4_K_M.gguf").content.substr(0, 1000);
+    std::ofstream(dir() / "blob.part", std::ios::binary)
+        << file("tiny-Q4_K_M.gguf").content.substr(0, 1000);
     DownloadRequest r = request("tiny-Q4_K_M.gguf");
     r.connections = 4;
     r.parallelThreshold = 1;
@@ -381,7 +383,8 @@ TEST_F(ModelDownload, APullKilledWithSigkillResumesWhereItStopped) {
     EXPECT_LT(kept, 500000u);
 
     hub.sleepPerChunkUs = 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the killed connection's last chunk
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(50));  // the killed connection's last chunk
     const std::uint64_t before = hub.bytesServed;
     const pid_t second = spawn();
     ::waitpid(second, &status, 0);

@@ -1,10 +1,11 @@
+#include "app/models/model_store.h"
+
 #include <cstdlib>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "app/models/model_pull.h"
-#include "app/models/model_store.h"
 #include "base/temporary_folder.h"
 
 namespace iris::app::models {

@@ -1,21 +1,19 @@
 // `iris models` and `--model NAME` as a person runs them: the real `iris` binary against FakeHub
 // (tests/app/models/fake_hub.h) on loopback, with a tiny Qwen2-VL model and projector, in a store
 // of the test's own (IRIS_MODELS_DIR).
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <thread>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/temporary_folder.h"
 #include "tests/app/models/fake_hub.h"
@@ -144,8 +142,8 @@ TEST_F(ModelsCli, CtrlCLeavesAPartialFileThatTheNextPullResumes) {
         const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         ::dup2(fd, 1);
         ::dup2(fd, 2);
-        ::execl(IRIS_BINARY, IRIS_BINARY, "models", "pull", "test/tiny-GGUF", "--connections",
-                "1", static_cast<char*>(nullptr));
+        ::execl(IRIS_BINARY, IRIS_BINARY, "models", "pull", "test/tiny-GGUF", "--connections", "1",
+                static_cast<char*>(nullptr));
         ::_exit(127);
     }
     ASSERT_GT(pid, 0);
@@ -158,7 +156,8 @@ TEST_F(ModelsCli, CtrlCLeavesAPartialFileThatTheNextPullResumes) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 1);
     std::ifstream in(log);
-    const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string output((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
     EXPECT_NE(output.find("stopped; run the same command again to resume"), std::string::npos)
         << output;
     bool partial = false;

@@ -392,6 +392,7 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
         bool writeFailed = false;
         bool rangeIgnored = false;
         bool firstBytes = true;
+        bool rangeComplete = false;
         const BodySink sink = [&](long status, const char* data, std::size_t size) {
             const bool first = std::exchange(firstBytes, false);
             if (first && status == 200 && offset != 0) {
@@ -415,6 +416,12 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
             offset += size;
             transfer.add(size);
             if (onWritten) onWritten(offset);
+            // A whole file sent for a range (range 0 of a server that ignores Range): the rest is
+            // another range's.
+            if (end != 0 && offset >= end) {
+                rangeComplete = true;
+                return false;
+            }
             return true;
         };
         std::optional<std::uint64_t> first, lastByte;
@@ -427,6 +434,7 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
         }
         if (rangeIgnored)
             return Status::unsupported(request.url + ": the server ignored the Range request");
+        if (rangeComplete) return Status::ok();
         if (transfer.stopped()) return cancelledStatus(request);
         if (response.code == CURLE_OK && response.status == 416 && end == 0 && offset > 0 &&
             request.expectedSize == offset) {

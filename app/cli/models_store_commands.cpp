@@ -1,7 +1,5 @@
 // iris models pull | list | rm | verify | info: the model store (app/models) on the command line.
 // Everything but `pull` works offline.
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -13,6 +11,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "app/cli/arguments.h"
 #include "app/cli/interrupt_watcher.h"
@@ -113,7 +113,8 @@ public:
         std::string line = file + "  " + humanBytes(p.done);
         if (p.total) {
             char percent[16];
-            std::snprintf(percent, sizeof percent, " %3.0f%%", 100.0 * double(p.done) / double(p.total));
+            std::snprintf(percent, sizeof percent, " %3.0f%%",
+                          100.0 * double(p.done) / double(p.total));
             line += " / " + humanBytes(p.total) + percent;
         }
         if (p.bytesPerSecond > 0) {
@@ -165,7 +166,8 @@ int runModelsPull(int argc, char** argv) {
     int exit = 0;
     std::optional<Arguments> args = parse(
         "pull", "NAME[:QUANT] | USER/REPO[:QUANT] | USER/REPO/FILE.gguf [options]", argc, argv,
-        {{"hub", "", true, "the hub or a mirror (default $IRIS_HF_ENDPOINT, else https://huggingface.co)"},
+        {{"hub", "", true,
+          "the hub or a mirror (default $IRIS_HF_ENDPOINT, else https://huggingface.co)"},
          {"connections", "", true, "parallel ranges for large files (default 4)"}},
         exit);
     if (!args) return exit;
@@ -208,7 +210,8 @@ int runModelsPull(int argc, char** argv) {
     std::cout << "pulled " << manifest->name << ':' << manifest->quant << " ("
               << manifest->model.file << ", " << humanBytes(manifest->model.size);
     if (manifest->mmproj)
-        std::cout << "; projector " << manifest->mmproj->file << ", " << humanBytes(manifest->mmproj->size);
+        std::cout << "; projector " << manifest->mmproj->file << ", "
+                  << humanBytes(manifest->mmproj->size);
     std::cout << ")\nrun it with: --model " << manifest->name
               << (manifest->quant == "Q4_K_M" ? "" : ":" + manifest->quant) << '\n';
     return kOk;
@@ -216,9 +219,9 @@ int runModelsPull(int argc, char** argv) {
 
 int runModelsList(int argc, char** argv) {
     int exit = 0;
-    std::optional<Arguments> args =
-        parse("list", "[--catalogue]", argc, argv,
-              {{"catalogue", "", false, "list the built-in catalogue instead of pulled models"}}, exit);
+    std::optional<Arguments> args = parse(
+        "list", "[--catalogue]", argc, argv,
+        {{"catalogue", "", false, "list the built-in catalogue instead of pulled models"}}, exit);
     if (!args) return exit;
     const ModelStore store(defaultModelsDirectory());
     Result<std::vector<Manifest>> pulled = store.list();
@@ -251,8 +254,9 @@ int runModelsList(int argc, char** argv) {
               << padded("VISION", 8) << "LAST USED\n";
     for (const Manifest& m : *pulled) {
         const std::uint64_t size = m.model.size + (m.mmproj ? m.mmproj->size : 0);
-        std::cout << padded(m.name, width + 2) << padded(m.quant, 10) << padded(humanBytes(size), 11)
-                  << padded(m.mmproj ? "yes" : "no", 8) << dateText(m.lastUsed) << '\n';
+        std::cout << padded(m.name, width + 2) << padded(m.quant, 10)
+                  << padded(humanBytes(size), 11) << padded(m.mmproj ? "yes" : "no", 8)
+                  << dateText(m.lastUsed) << '\n';
     }
     return kOk;
 }
@@ -294,7 +298,8 @@ int runModelsVerify(int argc, char** argv) {
                 manifests.push_back(m);
         }
         if (manifests.empty())
-            return failure("verify", "no model '" + args->positional()[0] + "' in " + store.root().string());
+            return failure("verify",
+                           "no model '" + args->positional()[0] + "' in " + store.root().string());
     }
     int bad = 0;
     std::map<std::string, bool> checked;  // a projector shared by quantizations is hashed once
@@ -320,7 +325,8 @@ int runModelsVerify(int argc, char** argv) {
                 std::cout << label << "BAD: "
                           << (!digest ? digest.status().message()
                                       : "expected SHA-256 " + file.sha256 + ", got " + *digest) +
-                                 "; pull it again after 'iris models rm " + m.name + ":" + m.quant + "'"
+                                 "; pull it again after 'iris models rm " + m.name + ":" + m.quant +
+                                 "'"
                           << '\n';
             }
         }
@@ -359,7 +365,8 @@ int runModelsInfo(int argc, char** argv) {
         target.model = store.blobPath(manifest->model.sha256);
         if (manifest->mmproj) target.mmproj = store.blobPath(manifest->mmproj->sha256);
         if (catalogue) {
-            if (const CatalogueEntry* e = catalogueEntryFor(*catalogue, manifest->name, manifest->repo))
+            if (const CatalogueEntry* e =
+                    catalogueEntryFor(*catalogue, manifest->name, manifest->repo))
                 entry = *e;
         }
     }
@@ -382,7 +389,8 @@ int runModelsInfo(int argc, char** argv) {
         std::cout << "model:        " << target.manifest->name << ':' << target.manifest->quant
                   << " (" << target.manifest->repo << '/' << target.manifest->model.file << ")\n";
     }
-    std::cout << "file:         " << target.model.string() << " (" << humanBytes(file->fileSize()) << ")\n"
+    std::cout << "file:         " << target.model.string() << " (" << humanBytes(file->fileSize())
+              << ")\n"
               << "name:         " << text(*file, "general.name") << '\n'
               << "architecture: " << arch << '\n';
     char billions[32];

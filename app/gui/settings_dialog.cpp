@@ -22,6 +22,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "app/gui/models_panel.h"
+
 namespace iris::app {
 namespace {
 
@@ -81,6 +83,7 @@ SettingsDialog::SettingsDialog(const AppSettings& initial, QWidget* parent) : QD
     right->addWidget(buildAgentSection());
     right->addWidget(buildSafetySection());
     right->addWidget(buildStorageSection());
+    right->addWidget(buildModelsSection());
     right->addStretch();
     columns->addLayout(left, 3);
     columns->addLayout(right, 2);
@@ -107,6 +110,24 @@ SettingsDialog::~SettingsDialog() {
     // Join the checks before any member they report to goes away; their queued results die with
     // this QObject.
     m_checks.clear();
+}
+
+QWidget* SettingsDialog::buildModelsSection() {
+    auto* box = new QGroupBox(tr("Models"));
+    auto* layout = new QVBoxLayout(box);
+    m_models = new ModelsPanel;
+    layout->addWidget(m_models);
+    // A pulled model comes with its projector and, from the catalogue, its action format.
+    connect(m_models, &ModelsPanel::modelChosen, this,
+            [this](const QString& model, const QString& mmproj, const QString& format) {
+                m_local->setChecked(true);
+                m_model.edit->setText(model);
+                m_mmproj.edit->setText(mmproj);
+                if (const int index = m_actionFormat->findData(format); index >= 0)
+                    m_actionFormat->setCurrentIndex(index);
+                updateBackend();
+            });
+    return box;
 }
 
 QWidget* SettingsDialog::buildModelSection() {

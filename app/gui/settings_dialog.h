@@ -24,6 +24,8 @@ class QWidget;
 
 namespace iris::app {
 
+class ModelsPanel;
+
 class SettingsDialog final : public QDialog {
     Q_OBJECT
 
@@ -53,6 +55,7 @@ private:
     };
 
     QWidget* buildModelSection();
+    QWidget* buildModelsSection();  // pulled and catalogue models (models_panel.h)
     QWidget* buildEngineSection();
     QWidget* buildAgentSection();
     QWidget* buildSafetySection();
@@ -92,6 +95,7 @@ private:
     QCheckBox* m_confirmRisky = nullptr;
     QCheckBox* m_confirmEvery = nullptr;
     QLineEdit* m_database = nullptr;
+    ModelsPanel* m_models = nullptr;
     QLabel* m_problems = nullptr;
     QDialogButtonBox* m_buttons = nullptr;
     QStringList m_currentProblems;

@@ -61,12 +61,15 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
         std::string where = source + ": models[" + std::to_string(i) + "]";
         if (!item.is_object()) return Status::corrupt(where + ": expected an object");
         CatalogueEntry entry;
-        for (const auto& [key, target, required] :
-             {std::tuple{"name", &entry.name, true}, {"description", &entry.description, true},
-              {"repo", &entry.repo, true}, {"default_quant", &entry.defaultQuant, true},
-              {"mmproj", &entry.mmproj, true}, {"action_format", &entry.actionFormat, true},
-              {"coords", &entry.coords, true}, {"chat_template", &entry.chatTemplate, true},
-              {"notes", &entry.notes, false}}) {
+        for (const auto& [key, target, required] : {std::tuple{"name", &entry.name, true},
+                                                    {"description", &entry.description, true},
+                                                    {"repo", &entry.repo, true},
+                                                    {"default_quant", &entry.defaultQuant, true},
+                                                    {"mmproj", &entry.mmproj, true},
+                                                    {"action_format", &entry.actionFormat, true},
+                                                    {"coords", &entry.coords, true},
+                                                    {"chat_template", &entry.chatTemplate, true},
+                                                    {"notes", &entry.notes, false}}) {
             Result<std::string> value = stringField(item, key, where, required);
             IRIS_RETURN_IF_ERROR(value.status());
             *target = *value;
@@ -118,7 +121,8 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
         }
         const auto pixels = item.find("max_pixels");
         if (pixels == item.end() || !pixels->is_number_integer() || pixels->get<std::int64_t>() < 0)
-            return Status::corrupt(where + ": field 'max_pixels': expected a pixel count (0: the projector's)");
+            return Status::corrupt(
+                where + ": field 'max_pixels': expected a pixel count (0: the projector's)");
         entry.maxPixels = pixels->get<std::int64_t>();
         catalogue.entries.push_back(std::move(entry));
     }

@@ -21,8 +21,8 @@ struct CatalogueEntry {
     std::string defaultQuant;
     std::map<std::string, std::string> files;  // quantization -> file name in the repository
     std::string mmproj;                        // the projector's file name
-    std::string actionFormat;  // an agent/actions name: tools, computer13, pyautogui, uitars
-    std::string coords;        // an `iris run --coords` value: auto, pixels, relative1000, ...
+    std::string actionFormat;    // an agent/actions name: tools, computer13, pyautogui, uitars
+    std::string coords;          // an `iris run --coords` value: auto, pixels, relative1000, ...
     std::int64_t maxPixels = 0;  // the image budget in pixels, 0: the projector's own
     std::string chatTemplate;    // the template family the engine renders: qwen2-vl, qwen2, ...
     std::string notes;           // quirks a user should know

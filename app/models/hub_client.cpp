@@ -125,11 +125,12 @@ Result<std::vector<HubFile>> parseHubTree(std::string_view json, const std::stri
                 return Status::corrupt(where + ": field 'lfs.oid': expected a string");
             std::string sha = asciiLower(oid->get<std::string>());
             if (sha.starts_with("sha256:")) sha = sha.substr(7);
-            const bool hex = sha.size() == 64 && sha.find_first_not_of("0123456789abcdef") ==
-                                                     std::string::npos;
+            const bool hex =
+                sha.size() == 64 && sha.find_first_not_of("0123456789abcdef") == std::string::npos;
             if (!hex) return Status::corrupt(where + ": field 'lfs.oid': not a SHA-256");
             file.sha256 = sha;
-            if (const auto size = lfs->find("size"); size != lfs->end() && size->is_number_unsigned())
+            if (const auto size = lfs->find("size");
+                size != lfs->end() && size->is_number_unsigned())
                 file.size = size->get<std::uint64_t>();
         }
         files.push_back(std::move(file));
@@ -166,11 +167,10 @@ Result<std::vector<HubFile>> listRepositoryFiles(const HubOptions& options,
         Result<Page> page = getPage(options, url);
         IRIS_RETURN_IF_ERROR(page.status());
         if (page->status == 404 || page->status == 401) {
-            return Status::notFound(
-                repo + ": no such repository on " + options.endpoint +
-                (page->status == 401 || options.token.empty()
-                     ? " (or it is private or gated: set HF_TOKEN)"
-                     : ""));
+            return Status::notFound(repo + ": no such repository on " + options.endpoint +
+                                    (page->status == 401 || options.token.empty()
+                                         ? " (or it is private or gated: set HF_TOKEN)"
+                                         : ""));
         }
         if (page->status != 200)
             return Status::ioError(url + ": HTTP " + std::to_string(page->status));

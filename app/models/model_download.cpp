@@ -1,9 +1,5 @@
 #include "app/models/model_download.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +17,9 @@
 #include <vector>
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/sha256.h"
 #include "base/strings.h"
@@ -76,7 +75,9 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> parseContentRange(std::st
     return std::nullopt;
 }
 
-std::string rangesPath(const fs::path& part) { return part.string() + ".ranges"; }
+std::string rangesPath(const fs::path& part) {
+    return part.string() + ".ranges";
+}
 
 // The record of a parallel download: "total T" and one "begin end done" line per range.
 std::optional<std::vector<Range>> readRanges(const fs::path& file, std::uint64_t& total) {
@@ -186,8 +187,7 @@ private:
         m_samples.emplace_back(now, progress.done);
         while (m_samples.size() > 2 && now - m_samples.front().first > std::chrono::seconds(5))
             m_samples.pop_front();
-        const double seconds =
-            std::chrono::duration<double>(now - m_samples.front().first).count();
+        const double seconds = std::chrono::duration<double>(now - m_samples.front().first).count();
         if (seconds > 0.2 && progress.done >= m_samples.front().second)
             progress.bytesPerSecond = double(progress.done - m_samples.front().second) / seconds;
         m_request.onProgress(progress);
@@ -223,8 +223,9 @@ std::size_t onHeader(char* data, std::size_t size, std::size_t count, void* user
     const std::string_view line(data, size * count);
     if (line.starts_with("HTTP/")) {  // a new answer (after a 1xx or a redirect)
         const std::size_t space = line.find(' ');
-        state->response->status =
-            space == std::string_view::npos ? 0 : std::atol(std::string(line.substr(space + 1)).c_str());
+        state->response->status = space == std::string_view::npos
+                                      ? 0
+                                      : std::atol(std::string(line.substr(space + 1)).c_str());
         state->response->retryAfter.clear();
         state->response->contentRange.clear();
         state->response->contentLength = -1;
@@ -284,8 +285,8 @@ Response exchange(Transfer& transfer, std::optional<std::uint64_t> first,
             authorization = "Authorization: Bearer " + request.token;
             headers = curl_slist_append(headers, authorization.c_str());
         }
-        std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headerList(
-            headers, curl_slist_free_all);
+        std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headerList(headers,
+                                                                               curl_slist_free_all);
         std::string range;
         if (first) {
             range = std::to_string(*first) + "-" + (last ? std::to_string(*last) : "");
@@ -306,7 +307,6 @@ Response exchange(Transfer& transfer, std::optional<std::uint64_t> first,
         curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, onBody);
         curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &state);
         curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
-        if (std::getenv("IRIS_DEBUG_CURL")) curl_easy_setopt(curl.get(), CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, onTransferInfo);
         curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &state);
         response.code = curl_easy_perform(curl.get());
@@ -364,8 +364,7 @@ std::optional<Status> classifyStatus(const DownloadRequest& request, const Respo
                                     : " (the token in HF_TOKEN / IRIS_HF_TOKEN was refused)"));
     }
     if (status == 429 || status == 503) {
-        const double after =
-            parseRetryAfter(response.retryAfter, std::int64_t(std::time(nullptr)));
+        const double after = parseRetryAfter(response.retryAfter, std::int64_t(std::time(nullptr)));
         if (after > request.maxRetryWaitS) {
             return Status::unavailable(request.url + ": HTTP " + std::to_string(status) +
                                        ", try again in " + std::to_string(std::int64_t(after)) +
@@ -393,6 +392,7 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
         bool writeFailed = false;
         bool rangeIgnored = false;
         bool firstBytes = true;
+        bool rangeComplete = false;
         const BodySink sink = [&](long status, const char* data, std::size_t size) {
             const bool first = std::exchange(firstBytes, false);
             if (first && status == 200 && offset != 0) {
@@ -416,6 +416,12 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
             offset += size;
             transfer.add(size);
             if (onWritten) onWritten(offset);
+            // A whole file sent for a range (range 0 of a server that ignores Range): the rest is
+            // another range's.
+            if (end != 0 && offset >= end) {
+                rangeComplete = true;
+                return false;
+            }
             return true;
         };
         std::optional<std::uint64_t> first, lastByte;
@@ -428,6 +434,7 @@ Status fetchRange(Transfer& transfer, std::uint64_t& offset, std::uint64_t end, 
         }
         if (rangeIgnored)
             return Status::unsupported(request.url + ": the server ignored the Range request");
+        if (rangeComplete) return Status::ok();
         if (transfer.stopped()) return cancelledStatus(request);
         if (response.code == CURLE_OK && response.status == 416 && end == 0 && offset > 0 &&
             request.expectedSize == offset) {
@@ -503,9 +510,9 @@ Status checkFreeSpace(const fs::path& part, std::uint64_t needed) {
     std::error_code error;
     const fs::space_info space = fs::space(part.parent_path(), error);
     if (error || space.available >= needed) return Status::ok();
-    return Status::ioError(part.parent_path().string() + ": not enough free disk space: " +
-                           std::to_string(needed) + " bytes needed, " +
-                           std::to_string(space.available) + " available");
+    return Status::ioError(part.parent_path().string() +
+                           ": not enough free disk space: " + std::to_string(needed) +
+                           " bytes needed, " + std::to_string(space.available) + " available");
 }
 
 // The parallel path: `ranges` (from a record, or planned now) fetched on one thread each.
@@ -544,8 +551,8 @@ double parseRetryAfter(const std::string& value, std::int64_t nowUnix) {
     char weekday[4] = {}, month[4] = {};
     int day = 0, year = 0, hour = 0, minute = 0, second = 0;
     const std::string copy(text);
-    if (std::sscanf(copy.c_str(), "%3s, %d %3s %d %d:%d:%d GMT", weekday, &day, month, &year,
-                    &hour, &minute, &second) != 7) {
+    if (std::sscanf(copy.c_str(), "%3s, %d %3s %d %d:%d:%d GMT", weekday, &day, month, &year, &hour,
+                    &minute, &second) != 7) {
         return -1;
     }
     static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -553,8 +560,7 @@ double parseRetryAfter(const std::string& value, std::int64_t nowUnix) {
     int monthIndex = -1;
     for (int i = 0; i < 12; ++i)
         if (equalsIgnoringAsciiCase(month, kMonths[i])) monthIndex = i;
-    if (monthIndex < 0 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
-        return -1;
+    if (monthIndex < 0 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return -1;
     std::tm tm{};
     tm.tm_year = year - 1900;
     tm.tm_mon = monthIndex;
@@ -594,7 +600,8 @@ Status downloadModelFile(const DownloadRequest& request) {
     const fs::path rangesFile = rangesPath(part);
     FileDescriptor fd(::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (fd.get() < 0)
-        return Status::ioError(part.string() + ": cannot open for writing: " + std::strerror(errno));
+        return Status::ioError(part.string() +
+                               ": cannot open for writing: " + std::strerror(errno));
     struct stat info {};
     if (::fstat(fd.get(), &info) != 0)
         return Status::ioError(part.string() + ": " + std::strerror(errno));
@@ -627,12 +634,26 @@ Status downloadModelFile(const DownloadRequest& request) {
             done += r.done;
         IRIS_RETURN_IF_ERROR(checkFreeSpace(part, 0));
         transfer.start(done, recordedTotal);
-        IRIS_RETURN_IF_ERROR(fetchRanges(transfer));
+        const Status ranged = fetchRanges(transfer);
         total = recordedTotal;
+        if (ranged.code() == StatusCode::Unsupported) {
+            // The server no longer answers ranges: its bytes come again, from the start.
+            if (::ftruncate(fd.get(), 0) != 0)
+                return Status::ioError(part.string() + ": " + std::strerror(errno));
+            fs::remove(rangesFile, error);
+            Transfer again(request, fd.get());
+            again.start(0, total);
+            std::uint64_t offset = 0;
+            IRIS_RETURN_IF_ERROR(fetchRange(again, offset, 0, true, {}));
+        } else {
+            IRIS_RETURN_IF_ERROR(ranged);
+        }
     } else {
         bool parallel = false;
-        const bool large = request.expectedSize == 0 || request.expectedSize >= request.parallelThreshold;
-        if (request.connections > 1 && large && (request.expectedSize == 0 || have < request.expectedSize)) {
+        const bool large =
+            request.expectedSize == 0 || request.expectedSize >= request.parallelThreshold;
+        if (request.connections > 1 && large &&
+            (request.expectedSize == 0 || have < request.expectedSize)) {
             Result<Probe> probed = probe(transfer);
             IRIS_RETURN_IF_ERROR(probed.status());
             if (total == 0) total = probed->total;

@@ -15,15 +15,15 @@
 namespace iris::app::models {
 
 struct DownloadProgress {
-    std::uint64_t done = 0;    // bytes of the file on disk so far, resumed ones included
-    std::uint64_t total = 0;   // 0 when unknown
-    std::uint64_t resumed = 0; // bytes that were already there when this download started
-    double bytesPerSecond = 0; // over the last few seconds
+    std::uint64_t done = 0;     // bytes of the file on disk so far, resumed ones included
+    std::uint64_t total = 0;    // 0 when unknown
+    std::uint64_t resumed = 0;  // bytes that were already there when this download started
+    double bytesPerSecond = 0;  // over the last few seconds
 };
 
 struct DownloadRequest {
     std::string url;
-    std::filesystem::path target;  // written as target + ".part", renamed when verified
+    std::filesystem::path target;    // written as target + ".part", renamed when verified
     std::uint64_t expectedSize = 0;  // 0: unknown (taken from the server)
     std::string expectedSha256;      // 64 lowercase hex digits; empty: not checked
     // Sent as "Authorization: Bearer ..." to the URL's own host only, never to a host a redirect
@@ -33,11 +33,11 @@ struct DownloadRequest {
     // answers a Range request with 206.
     std::uint64_t parallelThreshold = std::uint64_t(256) << 20;
     int connections = 4;
-    int attempts = 6;               // per range: dropped connections, 5xx, 429
-    double maxRetryWaitS = 120;     // a longer Retry-After is an error (Unavailable)
-    double firstRetryWaitS = 0.5;   // doubled after each failed attempt without Retry-After
+    int attempts = 6;              // per range: dropped connections, 5xx, 429
+    double maxRetryWaitS = 120;    // a longer Retry-After is an error (Unavailable)
+    double firstRetryWaitS = 0.5;  // doubled after each failed attempt without Retry-After
     long connectTimeoutS = 30;
-    long lowSpeedTimeoutS = 60;     // a connection slower than 1 KiB/s this long is dropped
+    long lowSpeedTimeoutS = 60;  // a connection slower than 1 KiB/s this long is dropped
     // Polled during the transfer; once true the download stops with Cancelled and keeps the
     // partial file for the next time.
     const std::atomic<bool>* cancel = nullptr;

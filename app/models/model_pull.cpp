@@ -23,9 +23,8 @@ Result<BlobLock> fetchFile(const ModelStore& store, const std::string& repo, con
     const auto say = [&](const std::string& message) {
         if (options.onMessage) options.onMessage(message);
     };
-    Result<BlobLock> lock = store.lockBlob(file.sha256, [&] {
-        say("waiting for another Iris process pulling " + file.path);
-    });
+    Result<BlobLock> lock = store.lockBlob(
+        file.sha256, [&] { say("waiting for another Iris process pulling " + file.path); });
     IRIS_RETURN_IF_ERROR(lock.status());
     if (store.hasBlob(file.sha256)) {
         say(file.path + " is in the store already");

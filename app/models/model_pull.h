@@ -43,7 +43,7 @@ Result<Manifest> pullModel(const ModelStore& store, const Catalogue& catalogue,
 struct PulledModel {
     Manifest manifest;
     std::filesystem::path modelPath;
-    std::filesystem::path mmprojPath;      // empty: none
+    std::filesystem::path mmprojPath;     // empty: none
     std::optional<CatalogueEntry> entry;  // how to drive it, when the catalogue knows it
 };
 

@@ -73,7 +73,8 @@ Result<ModelReference> parseModelReference(std::string_view text) {
         rest = rest.substr(0, colon);
         if (reference.quant.empty() || !isValidModelName(reference.quant) ||
             reference.quant.find('/') != std::string::npos) {
-            return Status::invalidArgument(quoted + ": expected NAME:QUANT, e.g. ui-tars-1.5-7b:Q4_K_M");
+            return Status::invalidArgument(quoted +
+                                           ": expected NAME:QUANT, e.g. ui-tars-1.5-7b:Q4_K_M");
         }
     }
     const std::size_t slashes = std::size_t(std::count(rest.begin(), rest.end(), '/'));
@@ -96,8 +97,9 @@ Result<ModelReference> parseModelReference(std::string_view text) {
             return Status::invalidArgument(quoted + ": not a file name");
     }
     if (!isValidModelName(reference.name)) {
-        return Status::invalidArgument(quoted + ": expected a catalogue name (letters, digits, "
-                                                ". _ -), user/repo[:QUANT] or user/repo/FILE.gguf");
+        return Status::invalidArgument(quoted +
+                                       ": expected a catalogue name (letters, digits, "
+                                       ". _ -), user/repo[:QUANT] or user/repo/FILE.gguf");
     }
     return reference;
 }
@@ -170,8 +172,7 @@ Result<ChosenFiles> chooseFiles(const std::vector<HubFile>& files, const std::st
     if (!mmprojName.empty()) {
         for (const HubFile& file : projectors)
             if (baseName(file.path) == mmprojName || file.path == mmprojName) chosen.mmproj = file;
-        if (!chosen.mmproj)
-            return Status::notFound(repo + ": no projector file " + mmprojName);
+        if (!chosen.mmproj) return Status::notFound(repo + ": no projector file " + mmprojName);
         return chosen;
     }
     for (const char* preference : {"F16", "BF16", "Q8_0", "F32"}) {

@@ -33,7 +33,7 @@ bool isProjectorFile(std::string_view fileName);
 
 // Files of a repository as the hub lists them.
 struct HubFile {
-    std::string path;    // inside the repository
+    std::string path;  // inside the repository
     std::uint64_t size = 0;
     std::string sha256;  // from the LFS metadata; empty when the hub gave none
 };

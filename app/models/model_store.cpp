@@ -1,9 +1,5 @@
 #include "app/models/model_store.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -14,7 +10,10 @@
 #include <sstream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "base/strings.h"
 
@@ -50,7 +49,9 @@ Result<StoredFile> fileFromJson(const nlohmann::json& json, const std::string& w
     return file;
 }
 
-std::int64_t nowUnix() { return std::int64_t(std::time(nullptr)); }
+std::int64_t nowUnix() {
+    return std::int64_t(std::time(nullptr));
+}
 
 }  // namespace
 
@@ -119,8 +120,8 @@ bool ModelStore::hasBlob(const std::string& sha256) const {
 }
 
 std::string manifestToJson(const Manifest& manifest) {
-    nlohmann::json json = {{"name", manifest.name},         {"quant", manifest.quant},
-                           {"repo", manifest.repo},         {"model", fileJson(manifest.model)},
+    nlohmann::json json = {{"name", manifest.name},          {"quant", manifest.quant},
+                           {"repo", manifest.repo},          {"model", fileJson(manifest.model)},
                            {"pulled_at", manifest.pulledAt}, {"last_used", manifest.lastUsed}};
     json["mmproj"] = manifest.mmproj ? fileJson(*manifest.mmproj) : nlohmann::json(nullptr);
     return json.dump(2) + "\n";
@@ -141,7 +142,8 @@ Result<Manifest> manifestFromJson(std::string_view text, const std::string& sour
     }
     if (!isValidModelName(manifest.name))
         return Status::corrupt(source + ": field 'name': not a model name");
-    Result<StoredFile> model = fileFromJson(json.value("model", nlohmann::json()), source + ": model");
+    Result<StoredFile> model =
+        fileFromJson(json.value("model", nlohmann::json()), source + ": model");
     IRIS_RETURN_IF_ERROR(model.status());
     manifest.model = *model;
     if (const auto mmproj = json.find("mmproj"); mmproj != json.end() && !mmproj->is_null()) {
@@ -149,8 +151,8 @@ Result<Manifest> manifestFromJson(std::string_view text, const std::string& sour
         IRIS_RETURN_IF_ERROR(file.status());
         manifest.mmproj = *file;
     }
-    for (const auto& [key, target] : {std::pair{"pulled_at", &manifest.pulledAt},
-                                      std::pair{"last_used", &manifest.lastUsed}}) {
+    for (const auto& [key, target] :
+         {std::pair{"pulled_at", &manifest.pulledAt}, std::pair{"last_used", &manifest.lastUsed}}) {
         const auto value = json.find(key);
         if (value != json.end() && value->is_number_integer()) *target = value->get<std::int64_t>();
     }
@@ -221,10 +223,9 @@ Result<Manifest> ModelStore::find(const std::string& name, const std::string& qu
     if (matches.size() == 1) return matches.front();
     for (const Manifest& m : matches)
         if (m.quant == "Q4_K_M") return m;
-    return *std::max_element(matches.begin(), matches.end(),
-                             [](const Manifest& a, const Manifest& b) {
-                                 return a.lastUsed < b.lastUsed;
-                             });
+    return *std::max_element(
+        matches.begin(), matches.end(),
+        [](const Manifest& a, const Manifest& b) { return a.lastUsed < b.lastUsed; });
 }
 
 Status ModelStore::touch(Manifest& manifest) const {
@@ -251,8 +252,8 @@ Result<std::uint64_t> ModelStore::remove(const std::string& name, const std::str
         if (m.mmproj) referenced.insert(m.mmproj->sha256);
     }
     if (!removed) {
-        return Status::notFound("no model '" + name + (quant.empty() ? "" : ":" + quant) +
-                                "' in " + m_root.string());
+        return Status::notFound("no model '" + name + (quant.empty() ? "" : ":" + quant) + "' in " +
+                                m_root.string());
     }
     // Empty folders of the name go too, up to manifests/.
     for (fs::path dir = manifestPath(name, "x").parent_path();

@@ -2,10 +2,15 @@
 // combination chooses, and the errors that name the option (checked before any model loads).
 #include "app/cli/agent_setup.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "app/models/model_store.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app {
 namespace {
@@ -63,6 +68,43 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         EXPECT_NE(choice.status().message().find(c.error), std::string::npos)
             << choice.status().message();
     }
+}
+
+// --model NAME: a pulled model from the store (IRIS_MODELS_DIR), with its projector and the
+// catalogue's image budget; a name not pulled says how to pull it.
+TEST(CliModelOptions, APulledModelByNameBringsItsProjectorAndImageBudget) {
+    Result<TemporaryFolder> folder = TemporaryFolder::create("iris-agent-setup");
+    ASSERT_TRUE(folder);
+    ::setenv("IRIS_MODELS_DIR", folder->path().c_str(), 1);
+    Result<ModelChoice> missing = choiceOf({"--model", "ui-tars-1.5-7b"});
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.status().message().find("--model ui-tars-1.5-7b: no model 'ui-tars-1.5-7b'"),
+              std::string::npos)
+        << missing.status().message();
+    EXPECT_NE(missing.status().message().find("iris models pull ui-tars-1.5-7b"), std::string::npos);
+
+    const models::ModelStore store(folder->path());
+    models::Manifest manifest;
+    manifest.name = "ui-tars-1.5-7b";
+    manifest.quant = "Q4_K_M";
+    manifest.repo = "bartowski/ByteDance-Seed_UI-TARS-1.5-7B-GGUF";
+    manifest.model = {"m.gguf", std::string(64, 'a'), 1};
+    manifest.mmproj = models::StoredFile{"mmproj.gguf", std::string(64, 'b'), 1};
+    ASSERT_TRUE(store.writeManifest(manifest).isOk());
+    std::filesystem::create_directories(folder->path() / "blobs");
+    for (const char* sha : {"a", "b"})
+        std::ofstream(store.blobPath(std::string(64, sha[0]))) << "x";
+
+    Result<ModelChoice> pulled = choiceOf({"--model", "ui-tars-1.5-7b"});
+    ASSERT_TRUE(pulled) << pulled.status().message();
+    EXPECT_EQ(pulled->modelPath, store.blobPath(std::string(64, 'a')));
+    EXPECT_EQ(pulled->mmprojPath, store.blobPath(std::string(64, 'b')));
+    EXPECT_EQ(pulled->imageMaxPixels, 2116800);  // resources/models/catalogue.json
+    Result<ModelChoice> ownProjector =
+        choiceOf({"--model", "ui-tars-1.5-7b:Q4_K_M", "--mmproj", "other.gguf"});
+    ASSERT_TRUE(ownProjector) << ownProjector.status().message();
+    EXPECT_EQ(ownProjector->mmprojPath, "other.gguf");
+    ::unsetenv("IRIS_MODELS_DIR");
 }
 
 }  // namespace

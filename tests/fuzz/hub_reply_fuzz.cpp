@@ -1,7 +1,8 @@
 // libFuzzer target for what the model hub (or a mirror) answers a pull: the tree listing's JSON
 // (app/models/hub_client.h), the Link header that pages it, a Retry-After value, and the
 // file choice made from a parsed listing. Any input must parse or fail cleanly.
-//   build/fuzz/tests/fuzz/iris_hub_reply_fuzz -max_total_time=300 corpus/ tests/fuzz/hub_reply_seeds/
+//   build/fuzz/tests/fuzz/iris_hub_reply_fuzz -max_total_time=300 corpus/
+//   tests/fuzz/hub_reply_seeds/
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,7 +1,8 @@
+#include "app/models/catalogue.h"
+
 #include <gtest/gtest.h>
 
 #include "agent/actions/action_format.h"
-#include "app/models/catalogue.h"
 
 namespace iris::app::models {
 namespace {
@@ -38,7 +39,8 @@ TEST(Catalogue, EveryShippedEntryIsValid) {
 }
 
 TEST(Catalogue, NamesTheEntryAndFieldThatIsWrong) {
-    ASSERT_TRUE(parseCatalogue(kEntry, "c.json")) << parseCatalogue(kEntry, "c.json").status().message();
+    ASSERT_TRUE(parseCatalogue(kEntry, "c.json"))
+        << parseCatalogue(kEntry, "c.json").status().message();
     const auto error = [](const std::string& json) {
         return parseCatalogue(json, "c.json").status().message();
     };

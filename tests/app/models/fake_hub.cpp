@@ -1,16 +1,15 @@
 #include "tests/app/models/fake_hub.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/sha256.h"
 #include "base/strings.h"
@@ -28,13 +27,15 @@ bool sendAll(int fd, const char* data, std::size_t size) {
     return true;
 }
 
-bool sendText(int fd, const std::string& text) { return sendAll(fd, text.data(), text.size()); }
+bool sendText(int fd, const std::string& text) {
+    return sendAll(fd, text.data(), text.size());
+}
 
 void answer(int fd, int status, const std::string& reason, const std::string& headers,
             const std::string& body) {
-    sendText(fd, "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\nConnection: close\r\n" + headers +
-                     "\r\n" + body);
+    sendText(fd, "HTTP/1.1 " + std::to_string(status) + " " + reason +
+                     "\r\nContent-Length: " + std::to_string(body.size()) +
+                     "\r\nConnection: close\r\n" + headers + "\r\n" + body);
 }
 
 std::string header(const std::string& request, std::string_view name) {
@@ -87,8 +88,12 @@ FakeHub::~FakeHub() {
         if (t.joinable()) t.join();
 }
 
-std::string FakeHub::endpoint() const { return "http://127.0.0.1:" + std::to_string(m_hub.port); }
-std::string FakeHub::cdnBase() const { return "http://localhost:" + std::to_string(m_cdn.port); }
+std::string FakeHub::endpoint() const {
+    return "http://127.0.0.1:" + std::to_string(m_hub.port);
+}
+std::string FakeHub::cdnBase() const {
+    return "http://localhost:" + std::to_string(m_cdn.port);
+}
 
 std::vector<std::string> FakeHub::hubAuthorizations() {
     std::lock_guard lock(m_mutex);
@@ -164,8 +169,10 @@ void FakeHub::answerHub(int fd, const std::string& target, const std::string&) {
         nlohmann::json page = nlohmann::json::array();
         for (std::size_t i = cursor; i < files.size() && i < cursor + std::size_t(pageSize); ++i) {
             const FakeFile& file = files[i];
-            nlohmann::json entry = {{"type", "file"}, {"path", file.path},
-                                    {"size", file.content.size()}, {"oid", "0123abcd"}};
+            nlohmann::json entry = {{"type", "file"},
+                                    {"path", file.path},
+                                    {"size", file.content.size()},
+                                    {"oid", "0123abcd"}};
             if (file.path.ends_with(".gguf")) {
                 entry["lfs"] = {{"oid", file.listedSha256.empty() ? sha256Hex(file.content)
                                                                   : file.listedSha256},
@@ -177,8 +184,9 @@ void FakeHub::answerHub(int fd, const std::string& target, const std::string&) {
         if (cursor == 0) page.push_back({{"type", "directory"}, {"path", "docs"}, {"oid", "1"}});
         std::string headers = "Content-Type: application/json\r\n";
         if (cursor + std::size_t(pageSize) < files.size()) {
-            headers += "Link: <" + endpoint() + tree + "?recursive=true&cursor=" +
-                       std::to_string(cursor + std::size_t(pageSize)) + ">; rel=\"next\"\r\n";
+            headers += "Link: <" + endpoint() + tree +
+                       "?recursive=true&cursor=" + std::to_string(cursor + std::size_t(pageSize)) +
+                       ">; rel=\"next\"\r\n";
         }
         return answer(fd, 200, "OK", headers, page.dump());
     }
@@ -188,7 +196,8 @@ void FakeHub::answerHub(int fd, const std::string& target, const std::string&) {
         for (const FakeFile& file : files) {
             if (file.path != path) continue;
             if (redirect)
-                return answer(fd, 302, "Found", "Location: " + cdnBase() + "/cdn/" + path + "\r\n", "");
+                return answer(fd, 302, "Found", "Location: " + cdnBase() + "/cdn/" + path + "\r\n",
+                              "");
             return answerFile(fd, file, "");
         }
         return answer(fd, 404, "Not Found", "X-Error-Code: EntryNotFound\r\n", "Entry not found");
@@ -200,7 +209,8 @@ void FakeHub::answerFile(int fd, const FakeFile& file, const std::string& range)
     ++fileRequests;
     if (tooManyRequests > 0) {
         --tooManyRequests;
-        return answer(fd, 429, "Too Many Requests", "Retry-After: " + retryAfter + "\r\n", "slow down");
+        return answer(fd, 429, "Too Many Requests", "Retry-After: " + retryAfter + "\r\n",
+                      "slow down");
     }
     std::uint64_t first = 0, last = file.content.size() - 1;
     bool partial = false;
@@ -209,8 +219,9 @@ void FakeHub::answerFile(int fd, const FakeFile& file, const std::string& range)
         const int got = std::sscanf(range.c_str() + 6, "%llu-%llu", &a, &b);
         if (got >= 1) {
             if (a >= file.content.size()) {
-                return answer(fd, 416, "Range Not Satisfiable",
-                              "Content-Range: bytes */" + std::to_string(file.content.size()) + "\r\n", "");
+                return answer(
+                    fd, 416, "Range Not Satisfiable",
+                    "Content-Range: bytes */" + std::to_string(file.content.size()) + "\r\n", "");
             }
             first = a;
             if (got == 2) last = std::min<std::uint64_t>(b, last);

@@ -32,7 +32,7 @@ public:
     std::string repo = "test/tiny-GGUF";
     std::vector<FakeFile> files;  // set before the first request
     int pageSize = 2;
-    bool redirect = true;     // /resolve/ answers 302 to the CDN host
+    bool redirect = true;             // /resolve/ answers 302 to the CDN host
     std::atomic<bool> ranges = true;  // the CDN honours Range
     // The next `drops` file answers close the connection after `dropAfter` body bytes.
     std::atomic<int> drops = 0;

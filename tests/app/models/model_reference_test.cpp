@@ -1,7 +1,8 @@
+#include "app/models/model_reference.h"
+
 #include <gtest/gtest.h>
 
 #include "app/models/hub_client.h"
-#include "app/models/model_reference.h"
 
 namespace iris::app::models {
 namespace {
@@ -17,7 +18,8 @@ TEST(ModelReference, ReadsCatalogueNamesRepositoriesAndFiles) {
     ASSERT_TRUE(quant);
     EXPECT_EQ(quant->quant, "Q8_0");
 
-    Result<ModelReference> repo = parseModelReference("ggml-org/Qwen2.5-VL-3B-Instruct-GGUF:Q4_K_M");
+    Result<ModelReference> repo =
+        parseModelReference("ggml-org/Qwen2.5-VL-3B-Instruct-GGUF:Q4_K_M");
     ASSERT_TRUE(repo);
     EXPECT_EQ(repo->kind, ModelReference::Kind::Repository);
     EXPECT_EQ(repo->name, "ggml-org/Qwen2.5-VL-3B-Instruct-GGUF");
@@ -57,8 +59,8 @@ std::vector<HubFile> repository(std::initializer_list<const char*> names) {
 }
 
 TEST(ModelReference, ChoosesQ4KMByDefaultAndTheF16Projector) {
-    const auto files = repository({"m-Q8_0.gguf", "m-Q4_K_M.gguf", "mmproj-m-Q8_0.gguf",
-                                   "mmproj-m-f16.gguf", "README.md"});
+    const auto files = repository(
+        {"m-Q8_0.gguf", "m-Q4_K_M.gguf", "mmproj-m-Q8_0.gguf", "mmproj-m-f16.gguf", "README.md"});
     Result<ChosenFiles> chosen = chooseFiles(files, "u/r", "");
     ASSERT_TRUE(chosen) << chosen.status().message();
     EXPECT_EQ(chosen->model.path, "m-Q4_K_M.gguf");
@@ -94,7 +96,8 @@ TEST(ModelReference, AsksForAQuantizationWhenThereIsNoDefault) {
 TEST(HubTree, ReadsFilesAndRefusesMalformedEntries) {
     Result<std::vector<HubFile>> files = parseHubTree(
         R"([{"type":"directory","path":"d","oid":"1"},
-            {"type":"file","path":"a.gguf","size":134,"lfs":{"oid":")" + std::string(64, 'A') +
+            {"type":"file","path":"a.gguf","size":134,"lfs":{"oid":")" +
+            std::string(64, 'A') +
             R"(","size":5000}},
             {"type":"file","path":"b.txt","size":7}])",
         "page");
@@ -106,15 +109,15 @@ TEST(HubTree, ReadsFilesAndRefusesMalformedEntries) {
     EXPECT_EQ(parseHubTree("{}", "p").status().message(), "p: expected a JSON array of files");
     EXPECT_EQ(parseHubTree(R"([{"type":"file"}])", "p").status().message(),
               "p: entry 0: field 'path': expected a string");
-    EXPECT_EQ(parseHubTree(R"([{"type":"file","path":"x","lfs":{"oid":"12"}}])", "p")
-                  .status()
-                  .message(),
-              "p: entry 0: field 'lfs.oid': not a SHA-256");
+    EXPECT_EQ(
+        parseHubTree(R"([{"type":"file","path":"x","lfs":{"oid":"12"}}])", "p").status().message(),
+        "p: entry 0: field 'lfs.oid': not a SHA-256");
 }
 
 TEST(HubTree, FollowsTheNextLink) {
     EXPECT_EQ(nextPageUrl(R"(<https://h/api?cursor=2>; rel="next")"), "https://h/api?cursor=2");
-    EXPECT_EQ(nextPageUrl(R"(<https://h/p1>; rel="prev", <https://h/p3>; rel="next")"), "https://h/p3");
+    EXPECT_EQ(nextPageUrl(R"(<https://h/p1>; rel="prev", <https://h/p3>; rel="next")"),
+              "https://h/p3");
     EXPECT_EQ(nextPageUrl(R"(<https://h/p1>; rel="prev")"), "");
     EXPECT_EQ(nextPageUrl(""), "");
 }

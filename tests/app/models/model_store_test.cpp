@@ -1,10 +1,15 @@
+#include "app/models/model_store.h"
+
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "app/models/model_pull.h"
-#include "app/models/model_store.h"
 #include "base/temporary_folder.h"
 
 namespace iris::app::models {
@@ -95,14 +100,26 @@ TEST(ModelStore, APulledModelIsFoundOfflineWithItsCatalogueEntry) {
 }
 
 TEST(ModelStore, TheDirectoryComesFromTheEnvironment) {
-    const char* saved = std::getenv("IRIS_MODELS_DIR");
-    const std::string keep = saved ? saved : "";
+    // The variables as they were, put back at the end: other tests in this process read them.
+    std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+    for (const char* name : {"IRIS_MODELS_DIR", "XDG_CACHE_HOME", "HOME"}) {
+        const char* value = std::getenv(name);
+        saved.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+    }
     ::setenv("IRIS_MODELS_DIR", "/somewhere/models", 1);
     EXPECT_EQ(defaultModelsDirectory(), fs::path("/somewhere/models"));
     ::unsetenv("IRIS_MODELS_DIR");
     ::setenv("XDG_CACHE_HOME", "/cache", 1);
     EXPECT_EQ(defaultModelsDirectory(), fs::path("/cache/iris/models"));
-    if (saved) ::setenv("IRIS_MODELS_DIR", keep.c_str(), 1);
+    ::unsetenv("XDG_CACHE_HOME");
+    ::setenv("HOME", "/home/someone", 1);
+    EXPECT_EQ(defaultModelsDirectory(), fs::path("/home/someone/.cache/iris/models"));
+    for (const auto& [name, value] : saved) {
+        if (value)
+            ::setenv(name, value->c_str(), 1);
+        else
+            ::unsetenv(name);
+    }
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 // `iris models` and `--model NAME` as a person runs them: the real `iris` binary against FakeHub
 // (tests/app/models/fake_hub.h) on loopback, with a tiny Qwen2-VL model and projector, in a store
 // of the test's own (IRIS_MODELS_DIR).
-#include <sys/wait.h>
-
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/temporary_folder.h"
 #include "tests/app/models/fake_hub.h"
@@ -83,6 +87,9 @@ TEST_F(ModelsCli, PullListInfoVerifyGenerateAndRemove) {
     EXPECT_NE(pull.output.find("pulled test/tiny-GGUF:Q8_0 (tiny-vl-Q8_0.gguf"), std::string::npos)
         << pull.output;
     EXPECT_EQ(pull.output.find("hf_secret_never_shown"), std::string::npos);
+    // Not a terminal: whole progress lines, the last one at 100%.
+    EXPECT_NE(pull.output.find(" 100%"), std::string::npos) << pull.output;
+    EXPECT_EQ(pull.output.find('\r'), std::string::npos);
     EXPECT_EQ(hub.hubAuthorizations().front(), "Bearer hf_secret_never_shown");
     EXPECT_TRUE(hub.cdnAuthorizations().empty());
 
@@ -124,6 +131,44 @@ TEST_F(ModelsCli, PullListInfoVerifyGenerateAndRemove) {
     EXPECT_NE(missing.status, 0);
     EXPECT_NE(missing.output.find("iris models pull test/tiny-GGUF"), std::string::npos)
         << missing.output;
+}
+
+// Ctrl-C (SIGINT) stops a pull with the partial file kept; the same command resumes it.
+TEST_F(ModelsCli, CtrlCLeavesAPartialFileThatTheNextPullResumes) {
+    hub.sleepPerChunkUs = 10000;
+    const fs::path log = m_folder->path() / "pull.log";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::execl(IRIS_BINARY, IRIS_BINARY, "models", "pull", "test/tiny-GGUF", "--connections", "1",
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (hub.bytesServed < 20000 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(log);
+    const std::string output((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+    EXPECT_NE(output.find("stopped; run the same command again to resume"), std::string::npos)
+        << output;
+    bool partial = false;
+    for (const auto& entry : fs::directory_iterator(m_folder->path() / "store" / "blobs"))
+        partial = partial || entry.path().extension() == ".part";
+    EXPECT_TRUE(partial);
+
+    hub.sleepPerChunkUs = 0;
+    const Ran again = iris("models pull test/tiny-GGUF");
+    ASSERT_EQ(again.status, 0) << again.output;
+    EXPECT_NE(again.output.find("(resumed at "), std::string::npos) << again.output;
 }
 
 TEST_F(ModelsCli, APullOfAMissingRepositoryNamesItAndNotTheToken) {

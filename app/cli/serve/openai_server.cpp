@@ -1,7 +1,11 @@
 #include "app/cli/serve/openai_server.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <thread>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -154,7 +158,16 @@ Result<int> OpenAiServer::start() {
         return Status::ioError("cannot listen on " + where +
                                " (in use, or not an address of this machine)");
     }
-    m_thread = std::thread([this] { m_http->listen_after_bind(); });
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    m_thread = std::thread([this, ended] {
+        m_http->listen_after_bind();
+        ended->store(true);
+    });
+    // cpp-httplib's stop() does nothing until the accept loop runs (it checks is_running()),
+    // so a stop() right after start() (a model that fails to load at once) would leave the
+    // loop listening forever and stop()'s join hanging: start() returns once it runs.
+    while (!m_http->is_running() && !ended->load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return port;
 }
 

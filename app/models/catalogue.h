@@ -17,9 +17,13 @@ struct CatalogueEntry {
     std::string name;         // "ui-tars-1.5-7b"
     std::string description;  // one line
     std::string repo;         // hub repository, user/repo
-    bool verified = false;    // whether the repository and file names were checked on the hub
+    // Whether the repository and its default model and projector files were found referenced by
+    // their hub URLs in independent public projects (Iris's catalogue is written offline).
+    bool verified = false;
     std::string defaultQuant;
-    std::map<std::string, std::string> files;  // quantization -> file name in the repository
+    // quantization -> file name in the repository: a hint; when the repository's listing has no
+    // file of that name, the pull takes the file its listing names with that quantization.
+    std::map<std::string, std::string> files;
     std::string mmproj;                        // the projector's file name
     std::string actionFormat;    // an agent/actions name: tools, computer13, pyautogui, uitars
     std::string coords;          // an `iris run --coords` value: auto, pixels, relative1000, ...

@@ -91,17 +91,14 @@ Result<Manifest> pullModel(const ModelStore& store, const Catalogue& catalogue,
             return Status::invalidArgument(reference.file + " is a projector, not a model");
         chosen = chooseFiles(candidates, repo, "");
     } else if (entry && entry->files.contains(quant)) {
+        // The catalogue's file name when the repository has it, else the file its listing
+        // names with that quantization (publishers rename files).
         chosen = chooseFiles(*files, repo, quant, entry->mmproj);
         if (chosen) {
             const std::string& exact = entry->files.at(quant);
-            bool found = false;
             for (const HubFile& file : *files) {
-                if (baseName(file.path) == exact) {
-                    chosen->model = file;
-                    found = true;
-                }
+                if (baseName(file.path) == exact) chosen->model = file;
             }
-            if (!found) return Status::notFound(repo + ": no file " + exact);
         }
     } else {
         chosen = chooseFiles(*files, repo, quant, entry ? entry->mmproj : std::string());

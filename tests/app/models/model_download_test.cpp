@@ -145,6 +145,30 @@ TEST_F(ModelDownload, PullTakesAQuantizationOrAFileByName) {
         << missing.status().message();
 }
 
+// A catalogue name pulls its repository's file of that name; a name the repository does not
+// have (publishers rename files) falls back to the file the listing names with the quantization.
+TEST_F(ModelDownload, ACatalogueNameTakesItsFileOrTheListingsOfThatQuantization) {
+    const ModelStore store(dir() / "store");
+    CatalogueEntry entry;
+    entry.name = "tiny";
+    entry.repo = hub.repo;
+    entry.defaultQuant = "Q8_0";
+    entry.files = {{"Q8_0", "tiny-Q8_0.gguf"}, {"Q4_K_M", "renamed.Q4_K_M.gguf"}};
+    entry.mmproj = "mmproj-tiny-f16.gguf";
+    const Catalogue catalogue{{entry}};
+    Result<Manifest> byName =
+        pullModel(store, catalogue, *parseModelReference("tiny"), pullOptions());
+    ASSERT_TRUE(byName) << byName.status().message();
+    EXPECT_EQ(byName->name, "tiny");
+    EXPECT_EQ(byName->model.file, "tiny-Q8_0.gguf");
+    ASSERT_TRUE(byName->mmproj);
+    EXPECT_EQ(byName->mmproj->file, "mmproj-tiny-f16.gguf");
+    Result<Manifest> renamed =
+        pullModel(store, catalogue, *parseModelReference("tiny:Q4_K_M"), pullOptions());
+    ASSERT_TRUE(renamed) << renamed.status().message();
+    EXPECT_EQ(renamed->model.file, "tiny-Q4_K_M.gguf");
+}
+
 TEST_F(ModelDownload, ResumesAfterADroppedConnection) {
     hub.drops = 1;
     hub.dropAfter = 100000;

@@ -710,6 +710,28 @@ std::string_view ChatTemplate::imagePlaceholder() const {
     return m_kind == ChatTemplateKind::MiniMaxM3 ? kM3Image : std::string_view("<|image_pad|>");
 }
 
+std::string_view chatTemplateKindName(ChatTemplateKind kind) {
+    switch (kind) {
+        case ChatTemplateKind::Qwen2:
+            return "qwen2";
+        case ChatTemplateKind::Qwen2Vl:
+            return "qwen2-vl";
+        case ChatTemplateKind::Qwen3:
+            return "qwen3";
+        case ChatTemplateKind::MiniMaxM3:
+            return "minimax-m3";
+    }
+    return "?";
+}
+
+std::optional<ChatTemplateKind> chatTemplateKindFromName(std::string_view name) {
+    for (ChatTemplateKind kind : {ChatTemplateKind::Qwen2, ChatTemplateKind::Qwen2Vl,
+                                  ChatTemplateKind::Qwen3, ChatTemplateKind::MiniMaxM3}) {
+        if (name == chatTemplateKindName(kind)) return kind;
+    }
+    return std::nullopt;
+}
+
 Result<ChatTemplate> ChatTemplate::forModel(const GgufFile& file) {
     Result<std::string> arch = file.getString("general.architecture");
     if (arch && *arch == "minimax-m3") return ChatTemplate(ChatTemplateKind::MiniMaxM3);

@@ -18,6 +18,7 @@
 //                       ]<]start of image[>[]<]image[>[]<]end of image[>[, earlier answers
 //                       without their reasoning (see docs/minimax-m3.md section 5)
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,11 @@ namespace iris::inference {
 class GgufFile;
 
 enum class ChatTemplateKind { Qwen2, Qwen2Vl, Qwen3, MiniMaxM3 };
+
+// The kinds by name, as the model catalogue and options spell them: "qwen2", "qwen2-vl",
+// "qwen3", "minimax-m3".
+std::string_view chatTemplateKindName(ChatTemplateKind kind);
+std::optional<ChatTemplateKind> chatTemplateKindFromName(std::string_view name);
 
 // A message's content is text with images at the positions of kImageMarker.
 inline constexpr const char* kImageMarker = "<__media__>";

@@ -146,7 +146,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     Result<Tokenizer> tokenizer = Tokenizer::fromGguf(*engine->m_file);
     if (!tokenizer) return tokenizer.status();
     engine->m_tokenizer = std::move(*tokenizer);
-    Result<ChatTemplate> chat = ChatTemplate::forModel(*engine->m_file);
+    Result<ChatTemplate> chat = options.chatTemplate
+                                    ? Result<ChatTemplate>(ChatTemplate(*options.chatTemplate))
+                                    : ChatTemplate::forModel(*engine->m_file);
     if (!chat) return chat.status();
     engine->m_chatTemplate = *chat;
     if (engine->m_tokenizer->vocabSize() > engine->m_model->config().vocabSize) {

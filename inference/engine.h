@@ -72,8 +72,12 @@ struct EngineOptions {
     // so that the bar follows the disk and the first step does not stall on it; without one,
     // pages come in on first use.
     std::function<void(double fraction)> onLoadProgress;
-    // How the vision tower multiplies (vision_model.h): Auto is bf16 on CPUs with AMX tiles.
+    // How the vision tower multiplies (vision_model.h): Auto is whichever of bf16 and f32
+    // kernels::gemmBf16Faster measured faster on this CPU.
     VisionPrecision visionPrecision = VisionPrecision::Auto;
+    // The chat template to render, instead of the one the file's tokenizer.chat_template (or
+    // architecture) implies: what a model catalogue says of a model it knows.
+    std::optional<ChatTemplateKind> chatTemplate;
 };
 
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Cancelled };

@@ -87,7 +87,10 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     choice.backend = ModelChoice::Backend::LocalEngine;
     choice.modelPath = files->model;
     choice.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
-    if (files->entry) choice.imageMaxPixels = files->entry->maxPixels;
+    if (files->entry) {
+        choice.imageMaxPixels = files->entry->maxPixels;
+        choice.chatTemplate = inference::chatTemplateKindFromName(files->entry->chatTemplate);
+    }
     choice.threads = int(*threads);
     choice.contextSize = *context;
     return choice;

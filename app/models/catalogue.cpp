@@ -9,12 +9,10 @@
 #include "agent/actions/action_format.h"
 #include "app/models/model_reference.h"
 #include "app/models/model_store.h"
+#include "inference/chat_template.h"
 
 namespace iris::app::models {
 namespace {
-
-// inference/chat_template.h's ChatTemplateKind, by the names the catalogue uses.
-constexpr std::string_view kChatTemplates[] = {"qwen2", "qwen2-vl", "qwen3", "minimax-m3"};
 
 Result<std::string> stringField(const nlohmann::json& entry, const char* key,
                                 const std::string& where, bool required = true) {
@@ -114,8 +112,7 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
             return Status::corrupt(where + ": field 'coords': '" + entry.coords +
                                    "' (expected auto, pixels, relative1000, resized, resized:WxH)");
         }
-        if (std::find(std::begin(kChatTemplates), std::end(kChatTemplates), entry.chatTemplate) ==
-            std::end(kChatTemplates)) {
+        if (!inference::chatTemplateKindFromName(entry.chatTemplate)) {
             return Status::corrupt(where + ": field 'chat_template': '" + entry.chatTemplate +
                                    "' (expected qwen2, qwen2-vl, qwen3 or minimax-m3)");
         }

@@ -56,7 +56,9 @@ fs::path canonicalPath(const fs::path& path) {
 // they set the speed, not what the engine can serve.
 bool serves(const inference::Scheduler& scheduler, const ModelChoice& choice) {
     const inference::EngineOptions& loaded = scheduler.engine().options();
-    return loaded.contextSize >= choice.contextSize && loaded.maxSessions >= choice.parallel;
+    return loaded.contextSize >= choice.contextSize && loaded.maxSessions >= choice.parallel &&
+           loaded.chatTemplate == choice.chatTemplate &&
+           loaded.imageMaxPixels == choice.imageMaxPixels;
 }
 
 std::shared_ptr<inference::Scheduler> findServing(Registry& r, const fs::path& model,
@@ -80,6 +82,7 @@ Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& c
     options.maxSessions = choice.parallel;
     options.mmprojPath = choice.mmprojPath;
     options.imageMaxPixels = choice.imageMaxPixels;
+    options.chatTemplate = choice.chatTemplate;
     options.onLoadProgress = std::move(onLoadProgress);
     Result<std::unique_ptr<inference::Engine>> engine =
         inference::Engine::load(choice.modelPath, options);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agent/clients/model_client.h"
@@ -30,6 +31,8 @@ struct ModelChoice {
     std::filesystem::path mmprojPath;  // empty: text only
     // The image budget in pixels (a catalogue model's max_pixels); 0: the projector's own.
     std::int64_t imageMaxPixels = 0;
+    // The chat template to render instead of the file's (inference::EngineOptions::chatTemplate).
+    std::optional<inference::ChatTemplateKind> chatTemplate;
     int threads = inference::ThreadPool::hardwareThreads();
     std::int64_t contextSize = 16384;  // tokens per sequence
     // Sequences the engine runs at once (an evaluation's --parallel): its KV pool holds this many
@@ -57,7 +60,8 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& c
 
 // The serving engine of a LocalEngine `choice`. While some client or caller holds a scheduler
 // for the same model and projector files (compared as canonical paths) whose context and pool
-// are at least as large (contextSize, parallel), that one, and onLoadProgress is not called;
+// are at least as large (contextSize, parallel), with the same image budget and chat template,
+// that one, and onLoadProgress is not called;
 // otherwise a newly loaded engine with choice's threads, context and parallel, and a scheduler
 // running up to `parallel` sequences. The registry keeps only weak references: once every
 // holder is gone, the engine is freed and the next call loads the file again. Thread-safe;

@@ -87,7 +87,7 @@ TEST(CliModelOptions, APulledModelByNameBringsItsProjectorAndImageBudget) {
     models::Manifest manifest;
     manifest.name = "ui-tars-1.5-7b";
     manifest.quant = "Q4_K_M";
-    manifest.repo = "bartowski/ByteDance-Seed_UI-TARS-1.5-7B-GGUF";
+    manifest.repo = "mradermacher/UI-TARS-1.5-7B-GGUF";
     manifest.model = {"m.gguf", std::string(64, 'a'), 1};
     manifest.mmproj = models::StoredFile{"mmproj.gguf", std::string(64, 'b'), 1};
     ASSERT_TRUE(store.writeManifest(manifest).isOk());
@@ -100,6 +100,7 @@ TEST(CliModelOptions, APulledModelByNameBringsItsProjectorAndImageBudget) {
     EXPECT_EQ(pulled->modelPath, store.blobPath(std::string(64, 'a')));
     EXPECT_EQ(pulled->mmprojPath, store.blobPath(std::string(64, 'b')));
     EXPECT_EQ(pulled->imageMaxPixels, 2116800);  // resources/models/catalogue.json
+    EXPECT_EQ(pulled->chatTemplate, inference::ChatTemplateKind::Qwen2Vl);
     Result<ModelChoice> ownProjector =
         choiceOf({"--model", "ui-tars-1.5-7b:Q4_K_M", "--mmproj", "other.gguf"});
     ASSERT_TRUE(ownProjector) << ownProjector.status().message();

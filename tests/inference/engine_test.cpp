@@ -169,6 +169,19 @@ TEST_F(EngineTest, RefusesAPromptLongerThanTheContext) {
     EXPECT_EQ(filled->stop, StopReason::ContextFull);
 }
 
+// The template a catalogue names for a model wins over the one its file implies (a qwen2 file
+// here, which would render ChatML with Qwen2's default system message).
+TEST_F(EngineTest, AChatTemplateInTheOptionsReplacesTheFiles) {
+    EXPECT_EQ(load()->chatTemplate().kind(), ChatTemplateKind::Qwen2);
+    EngineOptions options;
+    options.chatTemplate = ChatTemplateKind::Qwen3;
+    EXPECT_EQ(load(options)->chatTemplate().kind(), ChatTemplateKind::Qwen3);
+    for (ChatTemplateKind kind : {ChatTemplateKind::Qwen2, ChatTemplateKind::Qwen2Vl,
+                                  ChatTemplateKind::Qwen3, ChatTemplateKind::MiniMaxM3})
+        EXPECT_EQ(chatTemplateKindFromName(chatTemplateKindName(kind)), kind);
+    EXPECT_EQ(chatTemplateKindFromName("qwen2.5-vl"), std::nullopt);
+}
+
 TEST_F(EngineTest, LoadErrorsNameTheFileAndWhatIsWrong) {
     const Result<std::unique_ptr<Engine>> missing =
         Engine::load(m_scratch.path() / "nope.gguf", {});

@@ -1,4 +1,5 @@
-// iris models check (F.gguf | --model F.gguf [--mmproj MM.gguf] | --endpoint URL [--model-name N])
+// iris models check (NAME | F.gguf | --model NAME|F.gguf [--mmproj MM.gguf]
+//                    | --endpoint URL [--model-name N])
 //                   [--tasks N] [--seed S] [--screens WxH,...] [--action-format F] [--coords C]
 //                   [--json] [--details]
 // The grounding self-test: how well a model clicks where it is asked to, on seeded synthetic
@@ -75,8 +76,10 @@ Result<std::vector<gr::ScreenSize>> parseScreens(const std::string& text) {
 
 void printHelp(const std::vector<OptionSpec>& specs) {
     std::cout
-        << "Usage: iris models check (F.gguf | --model F.gguf [--mmproj MM.gguf] | --endpoint "
-           "URL) [options]\n\n"
+        << "Usage: iris models check (NAME | F.gguf | --model NAME|F.gguf [--mmproj MM.gguf] |\n"
+           "                          --endpoint URL) [options]\n\n"
+           "NAME is a model pulled with 'iris models pull'; its catalogue entry sets the action\n"
+           "format and coordinate frame unless --action-format or --coords say otherwise.\n\n"
            "Renders --tasks synthetic pages (buttons, links, text fields, checkboxes and labelled\n"
            "icons at random places, sizes and themes) in Iris's offscreen browser, asks the model\n"
            "in one agent step per page to click a described element, and reports the hit rate,\n"
@@ -116,11 +119,33 @@ int runModelsCheck(int argc, char** argv) {
         if (!parsed) return usageError(parsed.status().message());
         options.screens = *parsed;
     }
-    Result<agent::ActionFormat> format =
-        agent::actionFormatFromName(args->value("action-format").value_or("tools"));
+    // A model named on its own is --model: a GGUF file, or a model pulled by name (iris models
+    // pull), whose catalogue entry brings its action format and coordinate frame.
+    std::vector<char*> withModel(argv, argv + argc);
+    std::string modelFlag = "--model";
+    std::string name;
+    if (!args->positional().empty()) {
+        name = args->positional()[0];
+        if (args->has("model") || args->has("endpoint"))
+            return usageError(
+                "give the model as F.gguf or NAME, or as --model/--endpoint, not both");
+        if (name.ends_with(".gguf") && !std::filesystem::is_regular_file(name))
+            return usageError("'" + name +
+                              "' is not a GGUF file; give F.gguf, a pulled model's "
+                              "NAME, --model F.gguf [--mmproj MM.gguf] or --endpoint URL");
+        withModel.push_back(modelFlag.data());
+        withModel.push_back(name.data());
+        args = Arguments::parse(int(withModel.size()), withModel.data(), specs);
+        if (!args) return usageError(args.status().message());
+    }
+    const std::optional<models::CatalogueEntry> entry = catalogueEntryFromArguments(*args);
+    Result<agent::ActionFormat> format = agent::actionFormatFromName(
+        args->value("action-format").value_or(entry ? entry->actionFormat : "tools"));
     if (!format) return usageError(format.status().message());
     options.format = *format;
-    if (std::optional<std::string> coords = args->value("coords")) {
+    std::optional<std::string> coords = args->value("coords");
+    if (!coords && entry && !args->has("action-format")) coords = entry->coords;
+    if (coords) {
         // The pages come in several screen sizes: "resized" follows each one.
         if (*coords == "resized") {
             options.resizedFramePerScreen = true;
@@ -131,23 +156,6 @@ int runModelsCheck(int argc, char** argv) {
         }
     }
 
-    // A model file named on its own is --model F.gguf (catalogue names: iris models pull).
-    std::vector<char*> withModel(argv, argv + argc);
-    std::string modelFlag = "--model";
-    std::string name;
-    if (!args->positional().empty()) {
-        name = args->positional()[0];
-        if (args->has("model") || args->has("endpoint"))
-            return usageError("give the model as F.gguf or as --model/--endpoint, not both");
-        if (!name.ends_with(".gguf") || !std::filesystem::is_regular_file(name))
-            return usageError("'" + name +
-                              "' is not a GGUF file; give F.gguf, --model F.gguf [--mmproj "
-                              "MM.gguf] or --endpoint URL");
-        withModel.push_back(modelFlag.data());
-        withModel.push_back(name.data());
-        args = Arguments::parse(int(withModel.size()), withModel.data(), specs);
-        if (!args) return usageError(args.status().message());
-    }
     Result<ModelChoice> choice = modelChoiceFromArguments(*args);
     if (!choice) return usageError(choice.status().message());
     if (choice->backend == ModelChoice::Backend::None)

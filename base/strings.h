@@ -30,4 +30,7 @@ int hexDigitValue(char c);
 // A byte count as a person reads it, in powers of 1024: "512 B", "1.5 KiB", "4.4 GiB".
 std::string humanBytes(std::uint64_t bytes);
 
+// Text safe inside HTML elements and attribute values: & < > " ' as character references.
+std::string htmlEscape(std::string_view text);
+
 }  // namespace iris

@@ -4,6 +4,8 @@
 #include <array>
 #include <set>
 
+#include "base/strings.h"
+
 namespace iris::agent::grounding {
 namespace {
 
@@ -202,36 +204,12 @@ std::string boxStyle(const Box& box) {
            ";height:" + px(box.height) + ';';
 }
 
-// HTML-escapes the few characters labels could hold.
-std::string escaped(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
-
 std::string elementHtml(const Draft& d, const Palette& palette, bool target) {
     const PageElement& e = d.element;
     const std::string marker = target ? " data-iris-target=\"1\"" : "";
     const std::string font = "font-size:" + px(d.fontSize) + ';';
     const std::string radius = "border-radius:" + px(d.radius) + ';';
-    const std::string label = escaped(e.label);
+    const std::string label = htmlEscape(e.label);
     switch (e.kind) {
         case ElementKind::Button: {
             const std::string colours =

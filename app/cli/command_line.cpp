@@ -42,9 +42,6 @@ constexpr std::array kSubcommands = {
                runVersion},
 };
 
-bool isHelpFlag(std::string_view arg) {
-    return arg == "-h" || arg == "--help" || arg == "help";
-}
 bool isVersionFlag(std::string_view arg) {
     return arg == "-V" || arg == "--version";
 }
@@ -55,16 +52,41 @@ std::span<const Subcommand> subcommands() {
     return kSubcommands;
 }
 
+bool isHelpArgument(std::string_view arg) {
+    return arg == "-h" || arg == "--help" || arg == "help";
+}
+
+std::string subcommandLines(std::span<const Subcommand> commands, std::size_t width) {
+    std::string lines;
+    for (const Subcommand& command : commands) {
+        lines += "  " + std::string(command.name);
+        lines += std::string(width > command.name.size() ? width - command.name.size() : 1, ' ');
+        lines += std::string(command.summary) + '\n';
+    }
+    return lines;
+}
+
+std::optional<int> runNamedSubcommand(std::span<const Subcommand> commands, int argc, char** argv,
+                                      SubcommandEntry fallback) {
+    if (argc < 2) return std::nullopt;
+    for (const Subcommand& command : commands) {
+        if (command.name != argv[1]) continue;
+        // Drop the subcommand's name, keep argv[0].
+        std::vector<char*> rest{argv[0]};
+        rest.insert(rest.end(), argv + 2, argv + argc);
+        rest.push_back(nullptr);
+        return (command.run ? command.run : fallback)(argc - 1, rest.data());
+    }
+    return std::nullopt;
+}
+
 std::string helpText() {
     std::ostringstream text;
     text << "Usage: iris [SUBCOMMAND] [OPTIONS]\n\n"
             "Iris is a desktop computer-use agent with its own multimodal inference engine.\n\n"
-            "Subcommands:\n";
-    for (const Subcommand& command : kSubcommands) {
-        text << "  " << command.name << std::string(12 - command.name.size(), ' ')
-             << command.summary << '\n';
-    }
-    text << "\nOptions:\n"
+            "Subcommands:\n"
+         << subcommandLines(kSubcommands, 12)
+         << "\nOptions:\n"
             "  -h, --help     show this help\n"
             "  -V, --version  same as the version subcommand\n\n"
             "Environment:\n"
@@ -79,7 +101,7 @@ int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err,
     auto entry = [gui](const Subcommand& command) { return command.run ? command.run : gui; };
     if (argc < 2) return entry(kSubcommands.front())(argc, argv);
     const std::string_view first = argv[1];
-    if (isHelpFlag(first)) {
+    if (isHelpArgument(first)) {
         out << helpText();
         return 0;
     }
@@ -87,14 +109,8 @@ int runCommandLine(int argc, char** argv, std::ostream& out, std::ostream& err,
         out << versionText();
         return 0;
     }
-    for (const Subcommand& command : kSubcommands) {
-        if (command.name != first) continue;
-        // Drop the subcommand's name, keep argv[0].
-        std::vector<char*> rest{argv[0]};
-        rest.insert(rest.end(), argv + 2, argv + argc);
-        rest.push_back(nullptr);
-        return entry(command)(argc - 1, rest.data());
-    }
+    if (std::optional<int> status = runNamedSubcommand(kSubcommands, argc, argv, gui))
+        return *status;
     err << "iris: unknown subcommand '" << first << "'\n"
         << "Run 'iris --help' for the list of subcommands.\n";
     return 2;

@@ -1,6 +1,8 @@
 #pragma once
 // The `iris` command line: a table of subcommands, --help and --version.
 
+#include <cstddef>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -20,6 +22,15 @@ struct Subcommand {
 
 // Every subcommand, in the order --help lists them. The first one runs when none is named.
 std::span<const Subcommand> subcommands();
+
+// For tables of subcommands (iris's own, `iris models`'): the lines of a help text that list
+// them, two spaces, the name padded to `width` columns and the summary; and the entry named
+// argv[1] run with the arguments after that name (argv[0] kept), nullopt when none has that name.
+// An entry without a function runs `fallback`.
+std::string subcommandLines(std::span<const Subcommand> commands, std::size_t width);
+std::optional<int> runNamedSubcommand(std::span<const Subcommand> commands, int argc, char** argv,
+                                      SubcommandEntry fallback = nullptr);
+bool isHelpArgument(std::string_view arg);  // -h, --help, help
 
 // What `iris --help` prints.
 std::string helpText();

@@ -2,9 +2,9 @@
 // app/cli/models_commands.h).
 #include <array>
 #include <iostream>
-#include <sstream>
+#include <optional>
+#include <string>
 #include <string_view>
-#include <vector>
 
 #include "app/cli/command_line.h"
 #include "app/cli/models_commands.h"
@@ -26,16 +26,11 @@ constexpr std::array kModelsSubcommands = {
 };
 
 std::string modelsHelpText() {
-    std::ostringstream text;
-    text << "Usage: iris models SUBCOMMAND [OPTIONS]\n\n"
-            "Find, download, verify and check computer-use models.\n\n"
-            "Subcommands:\n";
-    for (const Subcommand& command : kModelsSubcommands) {
-        text << "  " << command.name << std::string(10 - command.name.size(), ' ')
-             << command.summary << '\n';
-    }
-    text << "\nRun 'iris models SUBCOMMAND --help' for a subcommand's options.\n";
-    return text.str();
+    return "Usage: iris models SUBCOMMAND [OPTIONS]\n\n"
+           "Find, download, verify and check computer-use models.\n\n"
+           "Subcommands:\n" +
+           subcommandLines(kModelsSubcommands, 10) +
+           "\nRun 'iris models SUBCOMMAND --help' for a subcommand's options.\n";
 }
 
 }  // namespace
@@ -46,18 +41,12 @@ int runModels(int argc, char** argv) {
         return 2;
     }
     const std::string_view first = argv[1];
-    if (first == "-h" || first == "--help" || first == "help") {
+    if (isHelpArgument(first)) {
         std::cout << modelsHelpText();
         return 0;
     }
-    for (const Subcommand& command : kModelsSubcommands) {
-        if (command.name != first) continue;
-        // Drop the subcommand's name, keep argv[0].
-        std::vector<char*> rest{argv[0]};
-        rest.insert(rest.end(), argv + 2, argv + argc);
-        rest.push_back(nullptr);
-        return command.run(argc - 1, rest.data());
-    }
+    if (std::optional<int> status = runNamedSubcommand(kModelsSubcommands, argc, argv))
+        return *status;
     std::cerr << "iris models: unknown subcommand '" << first << "'\n"
               << "Run 'iris models --help' for the list of subcommands.\n";
     return 2;

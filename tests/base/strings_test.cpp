@@ -46,5 +46,11 @@ TEST(HumanBytes, UsesPowersOf1024WithOneDecimal) {
     EXPECT_EQ(humanBytes(std::uint64_t(4683074240)), "4.4 GiB");
 }
 
+TEST(HtmlEscape, EscapesTheFiveCharactersAndKeepsTheRest) {
+    EXPECT_EQ(htmlEscape("<a href=\"x\">Tom & 'Jerry'</a>"),
+              "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+    EXPECT_EQ(htmlEscape("caf\xc3\xa9 42"), "caf\xc3\xa9 42");
+}
+
 }  // namespace
 }  // namespace iris

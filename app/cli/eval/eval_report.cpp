@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace iris::app::eval {
 namespace {
 
@@ -268,33 +270,6 @@ void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path
 }
 
 }  // namespace
-
-std::string htmlEscape(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (const char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
 
 Histogram histogram(const std::vector<double>& values, int bins) {
     Histogram h;

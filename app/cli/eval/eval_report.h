@@ -13,9 +13,6 @@
 
 namespace iris::app::eval {
 
-// Text safe inside HTML elements and attribute values.
-std::string htmlEscape(std::string_view text);
-
 struct Histogram {
     std::vector<double> edges;  // bins + 1 ascending edges; value v is in bin i when
                                 // edges[i] <= v < edges[i+1] (the last bin includes its end)

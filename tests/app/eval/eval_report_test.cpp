@@ -35,11 +35,6 @@ TEST(EvalReport, HistogramBinsEqualWidths) {
     EXPECT_TRUE(histogram({}, 4).counts.empty());
 }
 
-TEST(EvalReport, EscapesHtml) {
-    EXPECT_EQ(htmlEscape("<a href=\"x\">Tom & 'Jerry'</a>"),
-              "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
-}
-
 TEST(EvalReport, SvgHasOneBarPerBinAndNoScript) {
     const std::string svg = histogramSvg({1, 2, 3, 4}, 4, "Steps <per> task", "steps");
     EXPECT_EQ(count(svg, "<rect "), 4);

@@ -19,10 +19,10 @@
 
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
+#include "base/clock.h"
 #include "inference/engine.h"
 #include "inference/vision/image_preprocess.h"
 #include "inference/vision/vision_model.h"
-#include "base/clock.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 
@@ -36,7 +36,8 @@ constexpr OptionSpec kOptions[] = {
     {"repeat", "r", true, "vision benchmark: timed encodes after one warm-up (default 3)"},
     {"image-max-tokens", "", true, "image tokens at most (default 4096)"},
     {"vision-precision", "", true,
-     "vision tower products: auto (bf16 with AMX tiles, else f32), f32 or bf16 (default auto)"},
+     "vision tower products: auto (bf16 where it measures faster than f32), f32 or bf16 (default "
+     "auto)"},
     {"prompt-tokens", "p", true, "prompt length for the prefill measurement (default 512)"},
     {"n-gen", "n", true, "tokens to decode (default 128)"},
     {"threads", "t", true, "compute threads (default: all cores)"},

@@ -26,7 +26,8 @@ constexpr OptionSpec kOptions[] = {
      "image tokens at most per image (default: the projector's, 4096; MiniMax-M3 576)"},
     {"image-min-tokens", "", true, "image tokens at least per image (default 8)"},
     {"vision-precision", "", true,
-     "vision tower products: auto (bf16 with AMX tiles, else f32), f32 or bf16 (default auto)"},
+     "vision tower products: auto (bf16 where it measures faster than f32), f32 or bf16 (default "
+     "auto)"},
     {"prompt", "p", true, "prompt text (required); special tokens like <|im_start|> are parsed"},
     {"n-predict", "n", true, "tokens to generate at most (default 128)"},
     {"temp", "", true, "temperature; 0 = greedy (default 0.8)"},

@@ -540,6 +540,157 @@ Status fetchRanges(Transfer& transfer) {
     return transfer.error();
 }
 
+// The partial file of a download and the record of its parallel ranges beside it.
+struct PartFiles {
+    fs::path part;
+    fs::path ranges;
+};
+
+Status truncated(int fd, const fs::path& part, std::uint64_t size) {
+    if (::ftruncate(fd, off_t(size)) != 0)
+        return Status::ioError(part.string() + ": " + std::strerror(errno));
+    return Status::ok();
+}
+
+// What a download starts from: `have` bytes that are a prefix of the file, or the record of a
+// parallel download (its ranges and the file's size). A part whose bytes cannot be trusted (a
+// parallel download's without a usable record, one longer than the file) is emptied.
+struct PartState {
+    std::uint64_t have = 0;
+    std::optional<std::vector<Range>> recorded;
+    std::uint64_t recordedTotal = 0;
+};
+
+Result<PartState> reconcilePart(const DownloadRequest& request, int fd, const PartFiles& files) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0)
+        return Status::ioError(files.part.string() + ": " + std::strerror(errno));
+    PartState state;
+    state.have = std::uint64_t(info.st_size);
+    state.recorded = readRanges(files.ranges, state.recordedTotal);
+    if (state.recorded && request.expectedSize != 0 && state.recordedTotal != request.expectedSize)
+        state.recorded.reset();  // a record of another file: start over
+    std::error_code error;
+    if (!state.recorded && fs::exists(files.ranges, error)) {
+        state.have = 0;  // a parallel download's file without a usable record: bytes unknown
+        IRIS_RETURN_IF_ERROR(truncated(fd, files.part, 0));
+        fs::remove(files.ranges, error);
+    }
+    if (request.expectedSize != 0 && state.have > request.expectedSize && !state.recorded) {
+        state.have = 0;  // longer than the file: not a prefix of it
+        IRIS_RETURN_IF_ERROR(truncated(fd, files.part, 0));
+    }
+    return state;
+}
+
+// Resumes a parallel download from its record; the file's size.
+Result<std::uint64_t> resumeRanges(Transfer& transfer, const PartState& state,
+                                   const PartFiles& files) {
+    transfer.ranges = *state.recorded;
+    transfer.rangesTotal = state.recordedTotal;
+    std::uint64_t done = 0;
+    for (const Range& r : transfer.ranges)
+        done += r.done;
+    IRIS_RETURN_IF_ERROR(checkFreeSpace(files.part, 0));
+    transfer.start(done, state.recordedTotal);
+    const Status ranged = fetchRanges(transfer);
+    if (ranged.code() != StatusCode::Unsupported) {
+        IRIS_RETURN_IF_ERROR(ranged);
+        return state.recordedTotal;
+    }
+    // The server no longer answers ranges: its bytes come again, from the start.
+    IRIS_RETURN_IF_ERROR(truncated(transfer.fd(), files.part, 0));
+    std::error_code error;
+    fs::remove(files.ranges, error);
+    Transfer again(transfer.request(), transfer.fd());
+    again.start(0, state.recordedTotal);
+    std::uint64_t offset = 0;
+    IRIS_RETURN_IF_ERROR(fetchRange(again, offset, 0, true, {}));
+    return state.recordedTotal;
+}
+
+// A download without a record: one connection from `have`, or, for a large file from a server
+// that answers ranges, the rest split into `connections` ranges at once (the file at its full
+// size from the start, and a record saying which bytes are real). The file's size.
+Result<std::uint64_t> fetchFresh(Transfer& transfer, std::uint64_t have, const PartFiles& files) {
+    const DownloadRequest& request = transfer.request();
+    std::uint64_t total = request.expectedSize;
+    bool parallel = false;
+    const bool large =
+        request.expectedSize == 0 || request.expectedSize >= request.parallelThreshold;
+    if (request.connections > 1 && large &&
+        (request.expectedSize == 0 || have < request.expectedSize)) {
+        Result<Probe> probed = probe(transfer);
+        IRIS_RETURN_IF_ERROR(probed.status());
+        if (total == 0) total = probed->total;
+        parallel = probed->ranges && total >= request.parallelThreshold && total > have;
+    }
+    if (total != 0)
+        IRIS_RETURN_IF_ERROR(checkFreeSpace(files.part, total > have ? total - have : 0));
+    transfer.start(have, total);
+    if (!parallel) {
+        std::uint64_t offset = have;
+        IRIS_RETURN_IF_ERROR(fetchRange(transfer, offset, 0, true, {}));
+        return total == 0 ? offset : total;
+    }
+    transfer.rangesTotal = total;
+    transfer.ranges.push_back({0, have, have});
+    const std::uint64_t rest = total - have;
+    const std::uint64_t count = std::uint64_t(std::max(1, request.connections));
+    for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint64_t begin = have + rest * i / count;
+        const std::uint64_t end = have + rest * (i + 1) / count;
+        if (end > begin) transfer.ranges.push_back({begin, end, 0});
+    }
+    if (!writeRanges(files.ranges, total, transfer.ranges))
+        return Status::ioError(files.ranges.string() + ": cannot write");
+    IRIS_RETURN_IF_ERROR(truncated(transfer.fd(), files.part, total));
+    IRIS_RETURN_IF_ERROR(fetchRanges(transfer));
+    return total;
+}
+
+// The finished part checked (its size, its SHA-256) and renamed to the target; a part that is
+// not the file is deleted and says so, one that is short stays to be resumed.
+Status publish(const DownloadRequest& request, int fd, const PartFiles& files) {
+    std::error_code error;
+    const auto discard = [&](const std::string& what) {
+        fs::remove(files.part, error);
+        fs::remove(files.ranges, error);
+        return Status::corrupt(request.url + ": " + what + "; deleted the partial file " +
+                               files.part.string() + ", the next pull starts over");
+    };
+    if (::fdatasync(fd) != 0)
+        return Status::ioError(files.part.string() + ": " + std::strerror(errno) + " (disk full?)");
+    struct stat info {};
+    if (::fstat(fd, &info) != 0)
+        return Status::ioError(files.part.string() + ": " + std::strerror(errno));
+    const std::uint64_t size = std::uint64_t(info.st_size);
+    if (request.expectedSize != 0 && size != request.expectedSize) {
+        if (size < request.expectedSize) {
+            return Status::ioError(request.url + ": the server sent " + std::to_string(size) +
+                                   " of " + std::to_string(request.expectedSize) +
+                                   " bytes; pull again to resume");
+        }
+        return discard("size mismatch: expected " + std::to_string(request.expectedSize) +
+                       " bytes, got " + std::to_string(size));
+    }
+    if (!request.expectedSha256.empty()) {
+        Result<std::string> digest = sha256OfFile(files.part);
+        IRIS_RETURN_IF_ERROR(digest.status());
+        if (*digest != asciiLower(request.expectedSha256)) {
+            return discard("SHA-256 mismatch: expected " + asciiLower(request.expectedSha256) +
+                           ", got " + *digest);
+        }
+    }
+    fs::rename(files.part, request.target, error);
+    if (error) {
+        return Status::ioError(files.part.string() + ": cannot rename to " +
+                               request.target.string() + ": " + error.message());
+    }
+    fs::remove(files.ranges, error);
+    return Status::ok();
+}
+
 }  // namespace
 
 double parseRetryAfter(const std::string& value, std::int64_t nowUnix) {
@@ -596,132 +747,22 @@ Status downloadModelFile(const DownloadRequest& request) {
         return Status::invalidArgument(request.url + ": not an http(s) URL");
     std::error_code error;
     fs::create_directories(request.target.parent_path(), error);
-    const fs::path part = request.target.string() + ".part";
-    const fs::path rangesFile = rangesPath(part);
-    FileDescriptor fd(::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    const PartFiles files{request.target.string() + ".part",
+                          rangesPath(request.target.string() + ".part")};
+    FileDescriptor fd(::open(files.part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (fd.get() < 0)
-        return Status::ioError(part.string() +
+        return Status::ioError(files.part.string() +
                                ": cannot open for writing: " + std::strerror(errno));
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0)
-        return Status::ioError(part.string() + ": " + std::strerror(errno));
-    std::uint64_t have = std::uint64_t(info.st_size);
-
+    Result<PartState> state = reconcilePart(request, fd.get(), files);
+    IRIS_RETURN_IF_ERROR(state.status());
     Transfer transfer(request, fd.get());
-    transfer.rangesFile = rangesFile;
-    std::uint64_t recordedTotal = 0;
-    std::optional<std::vector<Range>> recorded = readRanges(rangesFile, recordedTotal);
-    if (recorded && request.expectedSize != 0 && recordedTotal != request.expectedSize)
-        recorded.reset();  // a record of another file: start over
-    if (!recorded && fs::exists(rangesFile, error)) {
-        have = 0;  // a parallel download's file without a usable record: its bytes are unknown
-        if (::ftruncate(fd.get(), 0) != 0)
-            return Status::ioError(part.string() + ": " + std::strerror(errno));
-        fs::remove(rangesFile, error);
-    }
-    if (request.expectedSize != 0 && have > request.expectedSize && !recorded) {
-        have = 0;  // longer than the file: not a prefix of it
-        if (::ftruncate(fd.get(), 0) != 0)
-            return Status::ioError(part.string() + ": " + std::strerror(errno));
-    }
-
-    std::uint64_t total = request.expectedSize;
-    if (recorded) {
-        transfer.ranges = *recorded;
-        transfer.rangesTotal = recordedTotal;
-        std::uint64_t done = 0;
-        for (const Range& r : transfer.ranges)
-            done += r.done;
-        IRIS_RETURN_IF_ERROR(checkFreeSpace(part, 0));
-        transfer.start(done, recordedTotal);
-        const Status ranged = fetchRanges(transfer);
-        total = recordedTotal;
-        if (ranged.code() == StatusCode::Unsupported) {
-            // The server no longer answers ranges: its bytes come again, from the start.
-            if (::ftruncate(fd.get(), 0) != 0)
-                return Status::ioError(part.string() + ": " + std::strerror(errno));
-            fs::remove(rangesFile, error);
-            Transfer again(request, fd.get());
-            again.start(0, total);
-            std::uint64_t offset = 0;
-            IRIS_RETURN_IF_ERROR(fetchRange(again, offset, 0, true, {}));
-        } else {
-            IRIS_RETURN_IF_ERROR(ranged);
-        }
-    } else {
-        bool parallel = false;
-        const bool large =
-            request.expectedSize == 0 || request.expectedSize >= request.parallelThreshold;
-        if (request.connections > 1 && large &&
-            (request.expectedSize == 0 || have < request.expectedSize)) {
-            Result<Probe> probed = probe(transfer);
-            IRIS_RETURN_IF_ERROR(probed.status());
-            if (total == 0) total = probed->total;
-            parallel = probed->ranges && total >= request.parallelThreshold && total > have;
-        }
-        if (total != 0) IRIS_RETURN_IF_ERROR(checkFreeSpace(part, total > have ? total - have : 0));
-        transfer.start(have, total);
-        if (parallel) {
-            // [0, have) is done; the rest split into `connections` ranges, the file at its full
-            // size from the start, and a record saying which bytes are real.
-            transfer.rangesTotal = total;
-            transfer.ranges.push_back({0, have, have});
-            const std::uint64_t rest = total - have;
-            const std::uint64_t count = std::uint64_t(std::max(1, request.connections));
-            for (std::uint64_t i = 0; i < count; ++i) {
-                const std::uint64_t begin = have + rest * i / count;
-                const std::uint64_t end = have + rest * (i + 1) / count;
-                if (end > begin) transfer.ranges.push_back({begin, end, 0});
-            }
-            if (!writeRanges(rangesFile, total, transfer.ranges))
-                return Status::ioError(rangesFile.string() + ": cannot write");
-            if (::ftruncate(fd.get(), off_t(total)) != 0)
-                return Status::ioError(part.string() + ": " + std::strerror(errno));
-            IRIS_RETURN_IF_ERROR(fetchRanges(transfer));
-        } else {
-            std::uint64_t offset = have;
-            IRIS_RETURN_IF_ERROR(fetchRange(transfer, offset, 0, true, {}));
-            if (total == 0) total = offset;
-        }
-    }
-    transfer.setTotal(total);
+    transfer.rangesFile = files.ranges;
+    Result<std::uint64_t> total = state->recorded ? resumeRanges(transfer, *state, files)
+                                                  : fetchFresh(transfer, state->have, files);
+    IRIS_RETURN_IF_ERROR(total.status());
+    transfer.setTotal(*total);
     transfer.finish();
-
-    const auto discard = [&](const std::string& what) {
-        fs::remove(part, error);
-        fs::remove(rangesFile, error);
-        return Status::corrupt(request.url + ": " + what + "; deleted the partial file " +
-                               part.string() + ", the next pull starts over");
-    };
-    if (::fdatasync(fd.get()) != 0)
-        return Status::ioError(part.string() + ": " + std::strerror(errno) + " (disk full?)");
-    if (::fstat(fd.get(), &info) != 0)
-        return Status::ioError(part.string() + ": " + std::strerror(errno));
-    const std::uint64_t size = std::uint64_t(info.st_size);
-    if (request.expectedSize != 0 && size != request.expectedSize) {
-        if (size < request.expectedSize) {
-            return Status::ioError(request.url + ": the server sent " + std::to_string(size) +
-                                   " of " + std::to_string(request.expectedSize) +
-                                   " bytes; pull again to resume");
-        }
-        return discard("size mismatch: expected " + std::to_string(request.expectedSize) +
-                       " bytes, got " + std::to_string(size));
-    }
-    if (!request.expectedSha256.empty()) {
-        Result<std::string> digest = sha256OfFile(part);
-        IRIS_RETURN_IF_ERROR(digest.status());
-        if (*digest != asciiLower(request.expectedSha256)) {
-            return discard("SHA-256 mismatch: expected " + asciiLower(request.expectedSha256) +
-                           ", got " + *digest);
-        }
-    }
-    fs::rename(part, request.target, error);
-    if (error) {
-        return Status::ioError(part.string() + ": cannot rename to " + request.target.string() +
-                               ": " + error.message());
-    }
-    fs::remove(rangesFile, error);
-    return Status::ok();
+    return publish(request, fd.get(), files);
 }
 
 }  // namespace iris::app::models

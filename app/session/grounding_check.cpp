@@ -151,6 +151,62 @@ agent::CoordinateFrame frameFor(const GroundingCheckOptions& options, gr::Screen
     return options.frame.value_or(agent::defaultCoordinateFrame(options.format));
 }
 
+Status checkScreens(const std::vector<gr::ScreenSize>& screens) {
+    for (const gr::ScreenSize& screen : screens) {
+        if (screen.width < 480 || screen.height < 360 ||
+            screen.width > agent::BrowserEnvironment::kMaxViewportSide ||
+            screen.height > agent::BrowserEnvironment::kMaxViewportSide)
+            return Status::invalidArgument("screen " + gr::screenSizeText(screen) +
+                                           ": sizes from 480x360 to 8192x8192 are checked");
+    }
+    return Status::ok();
+}
+
+// One agent-loop step on the page: the instruction, the format and frame, one screenshot.
+agent::LoopOptions stepOptions(const GroundingCheckOptions& options,
+                               const gr::GroundingPage& page) {
+    agent::LoopOptions loop;
+    loop.instruction = page.instruction;
+    loop.format = options.format;
+    loop.frame = frameFor(options, page.screen);
+    loop.browser = true;
+    loop.maxSteps = 1;
+    loop.screenshotsInHistory = 1;
+    return loop;
+}
+
+// Page `index` scored from its step's record: a model error, an answer that did not parse, or
+// the click (if any) against the measured target.
+gr::PageOutcome outcomeOf(const gr::GroundingPage& page, int index, const gr::Rect& target,
+                          const agent::StepRecord& step) {
+    const gr::PageElement& element = page.elements[std::size_t(page.target)];
+    gr::PageOutcome outcome;
+    outcome.page = index;
+    outcome.kind = element.kind;
+    outcome.screen = page.screen;
+    outcome.theme = page.theme;
+    outcome.label = element.label;
+    outcome.target = target;
+    if (!step.response) {
+        outcome.verdict = gr::PageVerdict::ModelError;
+        outcome.problem = step.modelError;
+        return outcome;
+    }
+    outcome.answer = step.response->text;
+    const agent::StepTimings& t = step.timings;
+    outcome.stepMs = t.captureMs + t.encodeMs + t.modelMs + t.parseMs + t.executeMs;
+    outcome.modelMs = t.modelMs;
+    if (!step.parseError.empty()) {
+        outcome.verdict = gr::PageVerdict::ParseError;
+        outcome.problem = step.parseError;
+    } else {
+        outcome.click = clickOf(step.actions);
+        outcome.verdict = gr::verdictFor(target, outcome.click);
+        if (!outcome.click) outcome.problem = actionsText(step.actions);
+    }
+    return outcome;
+}
+
 }  // namespace
 
 std::vector<gr::ScreenSize> defaultGroundingScreens(const agent::ModelClient& client) {
@@ -174,13 +230,7 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
     set.seed = options.seed;
     set.count = options.pages;
     set.screens = options.screens.empty() ? defaultGroundingScreens(client) : options.screens;
-    for (const gr::ScreenSize& screen : set.screens) {
-        if (screen.width < 480 || screen.height < 360 ||
-            screen.width > agent::BrowserEnvironment::kMaxViewportSide ||
-            screen.height > agent::BrowserEnvironment::kMaxViewportSide)
-            return Status::invalidArgument("screen " + gr::screenSizeText(screen) +
-                                           ": sizes from 480x360 to 8192x8192 are checked");
-    }
+    IRIS_RETURN_IF_ERROR(checkScreens(set.screens));
 
     Result<TemporaryFolder> folder = TemporaryFolder::create("iris-grounding");
     IRIS_RETURN_IF_ERROR(folder.status());
@@ -218,26 +268,10 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
         Result<gr::Rect> target = measureTarget(**browser);
         IRIS_RETURN_IF_ERROR(target.status().withContext("page " + std::to_string(i + 1) + ": "));
 
-        agent::LoopOptions loop;
-        loop.instruction = page.instruction;
-        loop.format = options.format;
-        loop.frame = frameFor(options, page.screen);
-        loop.browser = true;
-        loop.maxSteps = 1;
-        loop.screenshotsInHistory = 1;
         StepCapture capture;
         agent::AgentLoop agentLoop(**browser, client, agent::SafetyPolicy(agent::SafetyOptions{}),
-                                   nullptr, &capture, loop);
+                                   nullptr, &capture, stepOptions(options, page));
         const agent::LoopResult result = agentLoop.run();
-
-        const gr::PageElement& element = page.elements[std::size_t(page.target)];
-        gr::PageOutcome outcome;
-        outcome.page = i;
-        outcome.kind = element.kind;
-        outcome.screen = page.screen;
-        outcome.theme = page.theme;
-        outcome.label = element.label;
-        outcome.target = *target;
         const std::optional<agent::StepRecord>& step = capture.step();
         if (result.end == agent::LoopEnd::Stopped && stop && stop->load()) {
             report.stopped = true;
@@ -246,26 +280,9 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
         // Without a record the loop failed outside the model call (the browser): not the model's
         // doing, and nothing to score.
         if (!step) return Status::ioError("page " + std::to_string(i + 1) + ": " + result.message);
-        if (!step->response) {
-            outcome.verdict = gr::PageVerdict::ModelError;
-            outcome.problem = step->modelError;
-            if (i == 0)
-                return Status::unavailable("the first page's model call failed: " +
-                                           outcome.problem);
-        } else {
-            outcome.answer = step->response->text;
-            const agent::StepTimings& t = step->timings;
-            outcome.stepMs = t.captureMs + t.encodeMs + t.modelMs + t.parseMs + t.executeMs;
-            outcome.modelMs = t.modelMs;
-            if (!step->parseError.empty()) {
-                outcome.verdict = gr::PageVerdict::ParseError;
-                outcome.problem = step->parseError;
-            } else {
-                outcome.click = clickOf(step->actions);
-                outcome.verdict = gr::verdictFor(*target, outcome.click);
-                if (!outcome.click) outcome.problem = actionsText(step->actions);
-            }
-        }
+        gr::PageOutcome outcome = outcomeOf(page, i, *target, *step);
+        if (outcome.verdict == gr::PageVerdict::ModelError && i == 0)
+            return Status::unavailable("the first page's model call failed: " + outcome.problem);
         report.pages.push_back(std::move(outcome));
         if (progress) progress(report.pages.back(), i + 1, options.pages);
     }

@@ -181,8 +181,12 @@ Result<inference::GenerateResult> OpenAiServer::follow(
     };
     for (inference::TokenEvent event;;) {
         const inference::GenerationHandle::Poll poll = job.handle->next(event, kPoll);
-        if (!job.clientGone && poll != inference::GenerationHandle::Poll::Finished &&
-            Clock::now() - asked >= kPoll) {
+        // A stream learns of a client that left from its writes, and asks only while no token
+        // comes (asking blocks while the socket's buffer is full); an answer sent whole has no
+        // writes until the end, so it asks every kPoll.
+        const bool ask = poll == inference::GenerationHandle::Poll::Timeout ||
+                         (!onText && poll == inference::GenerationHandle::Poll::Token);
+        if (!job.clientGone && ask && Clock::now() - asked >= kPoll) {
             asked = Clock::now();
             if (!connected()) leave();
         }

@@ -1,5 +1,7 @@
 #include "app/cli/serve/openai_server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -109,6 +111,14 @@ void OpenAiServer::installRoutes() {
     const int threads = m_options.httpThreads;
     m_http->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     m_http->set_payload_max_length(m_options.maxBodyBytes);
+    // cpp-httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and
+    // silently take half of the connections; SO_REUSEADDR alone still allows a restart while the
+    // last run's connections linger in TIME_WAIT, and a port in use is then an error.
+    m_http->set_socket_options([this](int socket) {
+        const int yes = 1;
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        m_listenSocket = socket;
+    });
     m_http->set_pre_routing_handler([this](const httplib::Request& request,
                                            httplib::Response& response) {
         t_trace = {Clock::now(), -1, -1};
@@ -158,6 +168,11 @@ Result<int> OpenAiServer::start() {
         return Status::ioError("cannot listen on " + where +
                                " (in use, or not an address of this machine)");
     }
+    // cpp-httplib listens with a backlog of 5 connections. Agent clients connect in bursts (64
+    // sessions, each opening a connection per request), and a full accept queue drops the
+    // handshake, so clients wait a second or more for the SYN to be resent and the load test
+    // lost requests. Listening again on the bound socket raises the limit (Linux allows it).
+    if (m_listenSocket >= 0) ::listen(m_listenSocket, SOMAXCONN);
     auto ended = std::make_shared<std::atomic<bool>>(false);
     m_thread = std::thread([this, ended] {
         m_http->listen_after_bind();

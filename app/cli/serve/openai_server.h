@@ -94,6 +94,7 @@ private:
 
     ServerOptions m_options;
     std::unique_ptr<httplib::Server> m_http;
+    int m_listenSocket = -1;  // the socket bind_to_port last prepared: the bound one, once bound
     std::thread m_thread;
     ServerMetrics m_metrics;
     std::atomic<bool> m_stopping{false};

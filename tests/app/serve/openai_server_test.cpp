@@ -312,6 +312,19 @@ TEST_F(OpenAiServerTest, HealthSaysLoadingUntilTheSchedulerArrives) {
     EXPECT_EQ(Json::parse(ok->body)["status"], "ok");
 }
 
+TEST_F(OpenAiServerTest, ASecondServerOnTheSamePortIsRefused) {
+    start({}, {}, /*load=*/false);
+    ServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = port;
+    OpenAiServer second(options);
+    Result<int> started = second.start();
+    ASSERT_FALSE(started) << "a second server took port " << port;
+    EXPECT_NE(started.status().message().find("in use"), std::string::npos)
+        << started.status().message();
+    EXPECT_EQ(client().Get("/health")->status, 503);  // the first one still answers
+}
+
 TEST_F(OpenAiServerTest, MetricsAreValidPrometheusText) {
     start();
     ASSERT_EQ(client().Post("/v1/chat/completions", chatBody("count me", 4), "application/json")

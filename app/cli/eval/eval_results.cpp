@@ -21,7 +21,8 @@ constexpr std::pair<TaskStatus, std::string_view> kStatusNames[] = {
 };
 
 bool before(const TaskResult& a, const TaskResult& b) {
-    return std::tie(a.domain, a.id, a.file) < std::tie(b.domain, b.id, b.file);
+    return std::tie(a.domain, a.id, a.file, a.attempt) <
+           std::tie(b.domain, b.id, b.file, b.attempt);
 }
 
 std::string percent(double fraction) {
@@ -68,6 +69,9 @@ nlohmann::json toJson(const TaskResult& result) {
         {"message", result.message},
         {"session", result.session},
         {"result_dir", result.resultDir},
+        {"attempt", result.attempt},
+        {"endpoint", result.endpoint},
+        {"flags", result.flags},
     };
     return json;
 }
@@ -122,19 +126,32 @@ Result<TaskResult> taskResultFromJson(const nlohmann::json& value, const std::st
     IRIS_RETURN_IF_ERROR(text("message", result.message));
     IRIS_RETURN_IF_ERROR(integer("session", result.session));
     IRIS_RETURN_IF_ERROR(text("result_dir", result.resultDir));
+    IRIS_RETURN_IF_ERROR(integer("attempt", result.attempt));
+    if (result.attempt < 0) return Status::corrupt(where + ".attempt: must be >= 0");
+    IRIS_RETURN_IF_ERROR(text("endpoint", result.endpoint));
+    if (const auto it = value.find("flags"); it != value.end() && !it->is_null()) {
+        if (!it->is_array()) return Status::corrupt(where + ".flags: expected an array");
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            if (!(*it)[i].is_string())
+                return Status::corrupt(where + ".flags[" + std::to_string(i) +
+                                       "]: expected a string");
+            result.flags.push_back((*it)[i].get<std::string>());
+        }
+    }
     return result;
 }
 
 void RunResults::put(TaskResult result) {
-    auto same = std::find_if(tasks.begin(), tasks.end(),
-                             [&](const TaskResult& r) { return r.file == result.file; });
+    auto same = std::find_if(tasks.begin(), tasks.end(), [&](const TaskResult& r) {
+        return r.file == result.file && r.attempt == result.attempt;
+    });
     if (same != tasks.end()) tasks.erase(same);
     tasks.insert(std::upper_bound(tasks.begin(), tasks.end(), result, before), std::move(result));
 }
 
-const TaskResult* RunResults::find(const std::string& file) const {
+const TaskResult* RunResults::find(const std::string& file, int attempt) const {
     for (const TaskResult& result : tasks)
-        if (result.file == file) return &result;
+        if (result.file == file && result.attempt == attempt) return &result;
     return nullptr;
 }
 
@@ -154,6 +171,8 @@ nlohmann::json toJson(const RunResults& results) {
         {"task_timeout_s", results.settings.taskTimeoutS},
         {"parallel", results.settings.parallel},
         {"tasks_path", results.settings.tasksPath},
+        {"repeat", results.settings.repeat},
+        {"shard", results.settings.shard},
         {"tasks_total", results.tasksTotal},
         {"tasks_attempted", summary.attempted},
         {"score_sum", summary.scoreSum},
@@ -176,6 +195,8 @@ Result<RunResults> runResultsFromJson(const nlohmann::json& value, const std::st
         results.settings.taskTimeoutS = value.value("task_timeout_s", 0.0);
         results.settings.parallel = value.value("parallel", 1);
         results.settings.tasksPath = value.value("tasks_path", "");
+        results.settings.repeat = value.value("repeat", 1);
+        results.settings.shard = value.value("shard", "");
         results.tasksTotal = value.value("tasks_total", 0);
     } catch (const nlohmann::json::exception& e) {
         return Status::corrupt(source + ": " + e.what());

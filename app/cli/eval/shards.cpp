@@ -101,16 +101,16 @@ Result<ShardSpec> shardFromEnvironment() {
     }
     const std::optional<int> count = wholeNumber(countText);
     if (!count || *count < 1 || *count > kMaxShards) {
-        return Status::invalidArgument("--shard auto: IRIS_SHARD_COUNT='" +
-                                       std::string(countText) + "': expected a number from 1 to " +
+        return Status::invalidArgument("--shard auto: IRIS_SHARD_COUNT='" + std::string(countText) +
+                                       "': expected a number from 1 to " +
                                        std::to_string(kMaxShards));
     }
     const std::optional<int> index = wholeNumber(indexText);
     if (!index || *index >= *count) {
         return Status::invalidArgument("--shard auto: JOB_COMPLETION_INDEX='" +
                                        std::string(indexText) + "': expected a number from 0 to " +
-                                       std::to_string(*count - 1) + " (IRIS_SHARD_COUNT=" +
-                                       std::string(countText) + ")");
+                                       std::to_string(*count - 1) +
+                                       " (IRIS_SHARD_COUNT=" + std::string(countText) + ")");
     }
     return ShardSpec{*index + 1, *count};
 }
@@ -222,8 +222,8 @@ Status selectShard(const std::string& shardText, int runMaxSteps, const fs::path
     // A folder is one shard's: resuming it as another would mix two shares in one results.json.
     if (Result<ShardManifest> earlier = loadShardManifest(out); earlier) {
         if (earlier->shard != *shard) {
-            return Status::invalidArgument(out.string() + " holds shard " +
-                                           earlier->shard.text() + ", not " + shard->text() +
+            return Status::invalidArgument(out.string() + " holds shard " + earlier->shard.text() +
+                                           ", not " + shard->text() +
                                            "; give each shard its own --out folder");
         }
     } else if (earlier.status().code() != StatusCode::NotFound) {

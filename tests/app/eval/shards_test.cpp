@@ -51,8 +51,8 @@ TEST(EvalShards, ParsesKOfN) {
     EXPECT_EQ(*parseShard("3/7"), (ShardSpec{3, 7}));
     EXPECT_EQ(*parseShard("1000/1000"), (ShardSpec{1000, 1000}));
     EXPECT_EQ(parseShard("3/7")->text(), "3/7");
-    for (const char* bad : {"", "3", "0/3", "4/3", "1/0", "1/1001", "-1/3", " 1/3", "1/3 ",
-                            "a/b", "1/2/3", "1.5/3", "/3", "1/"}) {
+    for (const char* bad : {"", "3", "0/3", "4/3", "1/0", "1/1001", "-1/3", " 1/3", "1/3 ", "a/b",
+                            "1/2/3", "1.5/3", "/3", "1/"}) {
         const Result<ShardSpec> parsed = parseShard(bad);
         ASSERT_FALSE(parsed) << bad;
         EXPECT_NE(parsed.status().message().find("'" + std::string(bad) + "'"), std::string::npos)
@@ -138,8 +138,7 @@ TEST(EvalShards, AssignsLongestFirstToTheLeastLoaded) {
     const std::vector<std::int64_t> costs = {4, 10, 6, 7, 5, 8};
     EXPECT_EQ(assignShards(costs, keys, 3), (std::vector<int>{1, 1, 3, 3, 2, 2}));
     // Equal costs go by key, ties between shards to the lowest: a->1, b->2, c->1, d->2.
-    EXPECT_EQ(assignShards({5, 5, 5, 5}, {"d", "c", "b", "a"}, 2),
-              (std::vector<int>{2, 1, 2, 1}));
+    EXPECT_EQ(assignShards({5, 5, 5, 5}, {"d", "c", "b", "a"}, 2), (std::vector<int>{2, 1, 2, 1}));
     // One shard runs everything; more shards than tasks leave the last ones empty.
     EXPECT_EQ(assignShards(costs, keys, 1), (std::vector<int>(6, 1)));
     EXPECT_EQ(assignShards({3, 9}, {"x", "y"}, 5), (std::vector<int>{2, 1}));
@@ -298,8 +297,7 @@ TEST(EvalMerge, GathersResultsFoldersAndSessions) {
     for (const std::string file : {"a.json", "b.json", "c.json"}) {
         const TaskResult* task = merged->find(file);
         ASSERT_NE(task, nullptr) << file;
-        EXPECT_EQ(readResultTxt(root / "merged" / task->resultDir),
-                  file == "b.json" ? 0.0 : 1.0);
+        EXPECT_EQ(readResultTxt(root / "merged" / task->resultDir), file == "b.json" ? 0.0 : 1.0);
         const Result<agent::SessionRecord> session = store->loadSession(task->session);
         ASSERT_TRUE(session) << file;
         EXPECT_EQ(session->summary.instruction, "do " + file);
@@ -359,8 +357,8 @@ TEST(EvalMerge, RefusesWhatIsNotOneCompleteSuite) {
     // Settings that differ.
     const fs::path model = makeShard(root / "model", 3, {"c.json"}, "other-model");
     e = mergeError(out, {s1, s2, model});
-    EXPECT_TRUE(has(e, "model is 'demo' in " + s1.string() + " but 'other-model' in " +
-                           model.string()))
+    EXPECT_TRUE(
+        has(e, "model is 'demo' in " + s1.string() + " but 'other-model' in " + model.string()))
         << e;
     // An output folder that is not empty, or is an input.
     e = mergeError(plain.parent_path(), {s1, s2, s3});

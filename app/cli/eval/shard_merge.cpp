@@ -1,7 +1,7 @@
 #include "app/cli/eval/shard_merge.h"
 
 #include <map>
-#include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -123,9 +123,9 @@ Status checkShardsAgree(const std::vector<ShardFolder>& shards) {
 // Every task of the suite (every attempt) finished by exactly one folder: the merged entries.
 Result<RunResults> gatherTasks(const std::vector<ShardFolder>& shards) {
     const ShardManifest& suite = shards.front().manifest;
-    std::map<std::string, int> assigned;
+    std::set<std::string> inSuite;
     for (const ShardTask& task : suite.tasks)
-        assigned[task.file] = task.shard;
+        inSuite.insert(task.file);
     std::map<std::pair<std::string, int>, const ShardFolder*> owner;
     RunResults merged;
     merged.settings = shards.front().results.settings;
@@ -136,7 +136,7 @@ Result<RunResults> gatherTasks(const std::vector<ShardFolder>& shards) {
             if (task.status == TaskStatus::Stopped) continue;  // not finished: missing
             const std::string name =
                 task.file + (task.attempt ? " attempt " + std::to_string(task.attempt + 1) : "");
-            if (!assigned.count(task.file)) {
+            if (!inSuite.count(task.file)) {
                 return Status::invalidArgument(shard.dir.string() + " has task " + name +
                                                ", which is not in the suite's shard.json");
             }

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
-#include <set>
+#include <optional>
 
 #include "app/session/json_file.h"
 

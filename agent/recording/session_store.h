@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,6 +78,15 @@ public:
     // One transaction: removes the session with its steps, edits and events, and the images no
     // other step refers to. Sessions forked from it keep their copied steps and forget the link.
     Status deleteSession(std::int64_t session);
+
+    // One transaction: copies every session of the database `source` into this one under new
+    // ids, with its steps, edits, events and the images they use (`iris eval merge` gathers the
+    // shards' databases so). Times, statuses and scores stay as recorded; a fork's link follows
+    // its origin when that is copied too. Returns the new id of each source session. The source
+    // is checked (and migrated) as open() does; NotFound when it does not exist.
+    // session_store_import.cpp.
+    Result<std::map<std::int64_t, std::int64_t>> importSessions(
+        const std::filesystem::path& source);
 
 private:
     struct Closer {

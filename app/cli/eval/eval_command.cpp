@@ -1,6 +1,7 @@
 // iris eval validate DIR
 // iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | --demonstrations) [options]
 // iris eval report DIR
+// iris eval merge OUT DIR...
 #include "app/cli/eval/eval_command.h"
 
 #include <iostream>
@@ -12,6 +13,8 @@
 #include "app/cli/arguments.h"
 #include "app/cli/eval/eval_report.h"
 #include "app/cli/eval/eval_runner.h"
+#include "app/cli/eval/shard_merge.h"
+#include "app/cli/eval/shards.h"
 #include "app/cli/interrupt_watcher.h"
 #include "app/session/browser_application.h"
 
@@ -38,6 +41,9 @@ std::vector<OptionSpec> runOptions() {
         {"allow-commands", "", false,
          "run launch/execute steps and command getters (private desktop tasks only)"},
         {"allow-network", "", false, "allow http(s) downloads in task set-up"},
+        {"shard", "", true,
+         "K/N: run only shard K of N (balanced by estimated cost; merge with `iris eval merge`), "
+         "or auto: K from JOB_COMPLETION_INDEX+1, N from IRIS_SHARD_COUNT"},
         {"help", "h", false, "show this help"},
     };
     for (const OptionSpec& spec : modelAndDatabaseOptions()) {
@@ -70,7 +76,8 @@ void printHelp() {
         << "Usage: iris eval validate TASKS [--allow-commands] [--allow-network]\n"
            "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | "
            "--demonstrations) [options]\n"
-           "       iris eval report DIR [--output FILE.html]\n\n"
+           "       iris eval report DIR [--output FILE.html]\n"
+           "       iris eval merge OUT DIR...   (the folders of run --shard K/N, into OUT)\n\n"
            "OSWorld-style evaluation. TASKS is a task file or a folder of them (OSWorld's\n"
            "examples/<domain>/<id>.json, or a flat folder). Each task runs in a fresh browser\n"
            "page or private desktop with its web project copied to a fresh folder, then OSWorld's\n"
@@ -145,6 +152,11 @@ int runRunCommand(int argc, char** argv) {
     options.taskTimeoutS = *timeout;
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
+    if (std::optional<std::string> shard = args->value("shard")) {
+        Result<eval::ShardSpec> spec = eval::resolveShard(*shard);
+        if (!spec) return usage(spec.status().message());
+        options.shard = spec->text();
+    }
 
     Result<ModelChoice> model = modelChoiceFromArguments(*args);
     if (!model) return usage(model.status().message());
@@ -177,10 +189,33 @@ int runReport(int argc, char** argv) {
     return 0;
 }
 
+int runMerge(int argc, char** argv) {
+    const std::vector<OptionSpec> specs = {{"help", "h", false, "show this help"}};
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usage(args.status().message());
+    if (args->has("help")) {
+        printHelp();
+        return 0;
+    }
+    if (args->positional().size() < 2)
+        return usage("merge takes the merged results folder and the shard folders");
+    const fs::path out = args->positional()[0];
+    const std::vector<fs::path> dirs(args->positional().begin() + 1, args->positional().end());
+    Result<std::string> summary = eval::mergeShards(out, dirs);
+    if (!summary) {
+        std::cerr << "iris eval merge: " << summary.status().message() << '\n';
+        return 3;
+    }
+    std::cout << *summary << "merged " << dirs.size() << " shard folders: "
+              << (out / "results.json").string() << ", report: " << (out / "report.html").string()
+              << '\n';
+    return 0;
+}
+
 }  // namespace
 
 int runEval(int argc, char** argv) {
-    if (argc < 2) return usage("give validate, run or report");
+    if (argc < 2) return usage("give validate, run, report or merge");
     const std::string_view verb = argv[1];
     if (verb == "-h" || verb == "--help" || verb == "help") {
         printHelp();
@@ -190,7 +225,9 @@ int runEval(int argc, char** argv) {
     if (verb == "validate") return runValidate(argc - 1, argv + 1);
     if (verb == "run") return runRunCommand(argc - 1, argv + 1);
     if (verb == "report") return runReport(argc - 1, argv + 1);
-    return usage("unknown eval command '" + std::string(verb) + "' (validate, run, report)");
+    if (verb == "merge") return runMerge(argc - 1, argv + 1);
+    return usage("unknown eval command '" + std::string(verb) +
+                 "' (validate, run, report, merge)");
 }
 
 }  // namespace iris::app

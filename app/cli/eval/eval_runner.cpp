@@ -18,6 +18,7 @@
 #include "agent/recording/session_store.h"
 #include "app/cli/eval/eval_results.h"
 #include "app/cli/eval/progress.h"
+#include "app/cli/eval/shards.h"
 #include "app/cli/eval/task_plan.h"
 #include "app/cli/eval/task_runner.h"
 #include "base/clock.h"
@@ -126,6 +127,7 @@ Result<RunResults> resumedResults(const EvalRunOptions& options, const std::vect
     results.settings.taskTimeoutS = options.taskTimeoutS;
     results.settings.parallel = options.parallel;
     results.settings.tasksPath = options.tasks.string();
+    results.settings.shard = options.shard;
     results.tasksTotal = int(plans.size());
     // Keep only this task set's entries; tasks finished earlier keep theirs (or get one from
     // their result.txt when results.json missed it: recoverFinished).
@@ -237,6 +239,14 @@ int runEvaluation(const EvalRunOptions& requested, std::ostream& out, std::ostre
     if (error) {
         err << "iris eval run: " << requested.out.string() << ": " << error.message() << '\n';
         return 3;
+    }
+    if (!requested.shard.empty()) {
+        if (Status selected = selectShard(requested.shard, requested.maxSteps, requested.tasks,
+                                          requested.out, *plans);
+            !selected.isOk()) {
+            err << "iris eval run: " << selected.message() << '\n';
+            return 3;
+        }
     }
     const std::vector<std::size_t> todo =
         unfinishedTasks(requested.out, plans->size(), [&](std::size_t i) {

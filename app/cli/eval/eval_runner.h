@@ -44,6 +44,7 @@ struct EvalRunOptions {
     int parallel = 1;
     bool allowCommands = false;
     bool allowNetwork = false;
+    std::string shard;  // "K/N": run only shard K of N of the tasks (shards.h); empty: all
 };
 
 // Exit status: 0 when the run itself worked (whatever the scores), 3 when it could not run

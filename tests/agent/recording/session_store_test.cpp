@@ -286,6 +286,59 @@ TEST(SessionStore, ForkCopiesTheStepsBeforeTheForkPoint) {
     EXPECT_EQ(RawDb(file).integer("SELECT count(*) FROM images"), 4);
 }
 
+// `iris eval merge` gathers the shards' databases: every session, under new ids, as recorded.
+TEST(SessionStore, ImportCopiesEverySessionUnderNewIds) {
+    const fs::path dir = freshDir("import");
+    std::int64_t done = 0, fork = 0, running = 0;
+    {
+        SessionStore source = openStore(dir / "source.db");
+        done = *source.createSession(sessionInfo("Open the about page"));
+        for (int i = 0; i < 3; ++i)
+            ASSERT_TRUE(source.appendStep(done, makeStep(i, i == 2)).isOk());
+        ASSERT_TRUE(source.addEvent(done, {1, 1234, "warning", "slow", {{"ms", 900}}}).isOk());
+        ASSERT_TRUE(source.finishSession(done, SessionStatus::Done, 0.5).isOk());
+        fork = *source.forkSession(done, 2);
+        running = *source.createSession(sessionInfo("Still going"));
+    }
+    SessionStore target = openStore(dir / "target.db");
+    const std::int64_t own = *target.createSession(sessionInfo("Already here"));
+    ASSERT_TRUE(target.appendStep(own, makeStep(0)).isOk());  // shares an image with the source
+
+    auto ids = target.importSessions(dir / "source.db");
+    ASSERT_TRUE(ids) << ids.status().message();
+    ASSERT_EQ(ids->size(), 3u);
+    SessionStore source = openStore(dir / "source.db");
+    for (const std::int64_t id : {done, fork, running}) {
+        SCOPED_TRACE("session " + std::to_string(id));
+        const std::int64_t copy = ids->at(id);
+        EXPECT_NE(copy, own);
+        const SessionRecord expected = *source.loadSession(id);
+        const SessionRecord actual = *target.loadSession(copy);
+        EXPECT_EQ(actual.summary.instruction, expected.summary.instruction);
+        EXPECT_EQ(actual.summary.createdAtMs, expected.summary.createdAtMs);
+        EXPECT_EQ(actual.summary.endedAtMs, expected.summary.endedAtMs);
+        EXPECT_EQ(actual.summary.status, expected.summary.status);
+        EXPECT_EQ(actual.summary.score, expected.summary.score);
+        EXPECT_EQ(actual.config, expected.config);
+        ASSERT_EQ(actual.steps.size(), expected.steps.size());
+        for (std::size_t i = 0; i < expected.steps.size(); ++i)
+            expectStepsEqual(expected.steps[i], actual.steps[i]);
+        ASSERT_EQ(actual.events.size(), expected.events.size());
+        for (std::size_t i = 0; i < expected.events.size(); ++i) {
+            EXPECT_EQ(actual.events[i].atMs, expected.events[i].atMs);
+            EXPECT_EQ(actual.events[i].message, expected.events[i].message);
+            EXPECT_EQ(actual.events[i].data, expected.events[i].data);
+        }
+    }
+    // The fork follows its origin's new id.
+    EXPECT_EQ(target.loadSession(ids->at(fork))->summary.forkedFrom, ids->at(done));
+    EXPECT_EQ(target.loadSession(ids->at(fork))->summary.forkedAtStep, 2);
+    // Each screenshot once: the source's 3 and the shared one.
+    EXPECT_EQ(RawDb(dir / "target.db").integer("SELECT count(*) FROM images"), 3);
+    EXPECT_EQ(target.listSessions()->size(), 4u);
+    EXPECT_EQ(target.importSessions(dir / "missing.db").status().code(), StatusCode::NotFound);
+}
+
 TEST(SessionStore, DeleteRemovesTheSessionAndOnlyImagesNoOtherStepUses) {
     const fs::path file = freshDir("delete") / "sessions.db";
     SessionStore store = openStore(file);

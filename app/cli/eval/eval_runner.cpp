@@ -207,8 +207,9 @@ int runTasks(const EvalRunOptions& options, std::vector<TaskPlan> plans, RunResu
     const std::size_t skipped = plans.size() - todo.size();
     out << "iris eval: " << plans.size() << " tasks in " << options.tasks.string();
     if (skipped) out << ", " << skipped << " already finished in " << options.out.string();
-    out << "; running " << todo.size() << (options.parallel > 1 ? " at a time of " : "")
-        << (options.parallel > 1 ? std::to_string(options.parallel) : std::string()) << '\n';
+    out << "; running " << todo.size();
+    if (options.parallel > 1) out << ", " << options.parallel << " at a time";
+    out << '\n';
     out.flush();
     if (Status saved = saveRunResults(results, options.out); !saved.isOk()) {
         err << "iris eval run: " << saved.message() << '\n';

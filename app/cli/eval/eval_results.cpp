@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "app/cli/eval/eval_stats.h"
 #include "app/session/json_file.h"
 
 namespace iris::app::eval {
@@ -252,6 +253,11 @@ std::string taskResultDir(const std::string& actionFormat, const std::string& mo
            "/" + pathComponent(id);
 }
 
+std::string attemptResultDir(const std::string& taskDir, int attempt) {
+    if (attempt <= 0) return taskDir;
+    return "attempt_" + std::to_string(attempt) + "/" + taskDir;
+}
+
 std::optional<double> readResultTxt(const fs::path& dir) {
     std::ifstream in(dir / "result.txt");
     if (!in) return std::nullopt;
@@ -298,7 +304,8 @@ RunSummary summarize(const RunResults& results) {
         if (task.status == TaskStatus::Error) ++summary.errors;
         if (task.status == TaskStatus::Stopped) ++summary.stopped;
     }
-    summary.tasks = std::max<int>(results.tasksTotal, int(results.tasks.size()));
+    summary.tasks = std::max<int>(results.tasksTotal * std::max(1, results.settings.repeat),
+                                  int(results.tasks.size()));
     for (auto& [name, domain] : domains)
         summary.domains.push_back(domain);
     return summary;
@@ -309,7 +316,13 @@ std::string summaryText(const RunResults& results) {
     std::ostringstream out;
     out << "success rate: " << percent(summary.rateAttempted()) << " of " << summary.attempted
         << " attempted (" << number(summary.scoreSum) << "/" << summary.attempted << "), "
-        << percent(summary.rateAll()) << " of all " << summary.tasks << " tasks\n";
+        << percent(summary.rateAll()) << " of all " << summary.tasks
+        << (results.settings.repeat > 1 ? " attempts (" + std::to_string(results.tasksTotal) +
+                                              " tasks x " +
+                                              std::to_string(results.settings.repeat) + ")"
+                                        : std::string(" tasks"))
+        << '\n';
+    out << repeatStatsText(repeatStats(results));
     if (summary.unsupported || summary.errors || summary.stopped) {
         out << "not scored: " << summary.unsupported << " unsupported, " << summary.errors
             << " errors, " << summary.stopped << " stopped\n";
@@ -322,8 +335,9 @@ std::string summaryText(const RunResults& results) {
     }
     for (const TaskResult& task : results.tasks) {
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
-            out << "  " << taskStatusName(task.status) << ' ' << task.file << ": " << task.error
-                << '\n';
+            out << "  " << taskStatusName(task.status) << ' ' << task.file
+                << (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "")
+                << ": " << task.error << '\n';
     }
     return out.str();
 }

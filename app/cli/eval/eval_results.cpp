@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -211,7 +212,10 @@ Result<RunResults> runResultsFromJson(const nlohmann::json& value, const std::st
         IRIS_RETURN_IF_ERROR(task.status());
         results.put(std::move(*task));
     }
-    results.tasksTotal = std::max<int>(results.tasksTotal, int(results.tasks.size()));
+    std::set<std::string> files;  // with --repeat, a task file has several entries
+    for (const TaskResult& task : results.tasks)
+        files.insert(task.file);
+    results.tasksTotal = std::max<int>(results.tasksTotal, int(files.size()));
     return results;
 }
 
@@ -331,7 +335,7 @@ std::string summaryText(const RunResults& results) {
         out << "  " << (domain.domain.empty() ? std::string("(none)") : domain.domain) << ": "
             << number(domain.scoreSum) << "/" << domain.attempted << " attempted";
         if (domain.attempted) out << " = " << percent(domain.scoreSum / domain.attempted);
-        out << " (" << domain.tasks << " tasks)\n";
+        out << " (" << domain.tasks << (results.settings.repeat > 1 ? " attempts)\n" : " tasks)\n");
     }
     for (const TaskResult& task : results.tasks) {
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)

@@ -181,6 +181,17 @@ TEST(EvalStats, SummaryTextShowsRepeatsOnlyWhenThereAreSome) {
     EXPECT_NE(text.find("tasks by successes (0..3 of 3): 1 0 2 1"), std::string::npos) << text;
     EXPECT_NE(text.find("runs: 50.00% 50.00% 75.00%"), std::string::npos) << text;
 
+    // results.json keeps the task count (not the entries: 13 here) and each attempt.
+    const inference::testing::ScratchDir scratch("iris-eval-stats-test");
+    ASSERT_TRUE(saveRunResults(threeRuns(), scratch.path()).isOk());
+    Result<RunResults> back = loadRunResults(scratch.path());
+    ASSERT_TRUE(back) << back.status().message();
+    EXPECT_EQ(back->tasksTotal, 5);
+    EXPECT_EQ(back->settings.repeat, 3);
+    ASSERT_TRUE(back->find("web/b.json", 1));
+    EXPECT_EQ(*back->find("web/b.json", 1)->score, 0);
+    EXPECT_EQ(summaryText(*back), text);
+
     RunResults single;
     single.tasksTotal = 1;
     single.put(attempt("a", 0, 1.0));

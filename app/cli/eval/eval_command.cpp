@@ -138,8 +138,8 @@ int runRunCommand(int argc, char** argv) {
     const Result<double> sleep = args->number("sleep-after-action", 0);
     const Result<double> timeout = args->number("task-timeout", 0);
     const Result<std::int64_t> repeat = args->integer("repeat", 1);
-    for (const Status& s : {parallel.status(), maxSteps.status(), sleep.status(),
-                            timeout.status(), repeat.status()}) {
+    for (const Status& s : {parallel.status(), maxSteps.status(), sleep.status(), timeout.status(),
+                            repeat.status()}) {
         if (!s.isOk()) return usage(s.message());
     }
     if (*parallel < 1 || *parallel > 64) return usage("--parallel must be between 1 and 64");

@@ -84,8 +84,9 @@ void writeHeading(std::ostream& html, const RunResults& a, const fs::path& dirA,
                   const RunResults& b, const fs::path& dirB, const Comparison& comparison) {
     const PairedDifference& d = comparison.difference;
     html << "<h1>Comparison: " << htmlEscape(a.settings.model) << " vs "
-         << htmlEscape(b.settings.model) << "</h1><p class=\"muted\">A = "
-         << htmlEscape(dirA.string()) << " (" << htmlEscape(a.settings.modelDescription)
+         << htmlEscape(b.settings.model)
+         << "</h1><p class=\"muted\">A = " << htmlEscape(dirA.string()) << " ("
+         << htmlEscape(a.settings.modelDescription)
          << ") &middot; B = " << htmlEscape(dirB.string()) << " ("
          << htmlEscape(b.settings.modelDescription) << ")</p>\n"
          << "<div class=\"cards\"><div class=\"card\"><div class=\"muted\">A: mean score over "
@@ -143,8 +144,8 @@ std::string overlaidHistogramSvg(const std::vector<double>& a, const std::vector
             const double x = kLeft + binW * double(i) + binW / 2 * side;
             svg << "<rect x=\"" << fixed(x + 0.5, 1) << "\" y=\"" << fixed(kTop + plotH - barH, 1)
                 << "\" width=\"" << fixed(std::max(1.0, binW / 2 - 1), 1) << "\" height=\""
-                << fixed(barH, 1) << "\" fill=\"" << (side ? "#f97316" : "#3b82f6")
-                << "\"><title>" << (side ? "B " : "A ") << fixed(shared.edges[i], 1) << "-"
+                << fixed(barH, 1) << "\" fill=\"" << (side ? "#f97316" : "#3b82f6") << "\"><title>"
+                << (side ? "B " : "A ") << fixed(shared.edges[i], 1) << "-"
                 << fixed(shared.edges[i + 1], 1) << ' ' << htmlEscape(unit) << ": " << count
                 << "</title></rect>";
         }
@@ -255,13 +256,20 @@ void writeTaskTable(std::ostream& html, const Comparison& comparison) {
 
 std::string_view taskChangeName(TaskChange change) {
     switch (change) {
-        case TaskChange::Same: return "same";
-        case TaskChange::Changed: return "changed";
-        case TaskChange::Fixed: return "fixed";
-        case TaskChange::Broken: return "broken";
-        case TaskChange::OnlyA: return "only_a";
-        case TaskChange::OnlyB: return "only_b";
-        case TaskChange::Unscored: return "unscored";
+        case TaskChange::Same:
+            return "same";
+        case TaskChange::Changed:
+            return "changed";
+        case TaskChange::Fixed:
+            return "fixed";
+        case TaskChange::Broken:
+            return "broken";
+        case TaskChange::OnlyA:
+            return "only_a";
+        case TaskChange::OnlyB:
+            return "only_b";
+        case TaskChange::Unscored:
+            return "unscored";
     }
     return "same";
 }
@@ -291,13 +299,26 @@ Comparison compareRuns(const RunResults& a, const RunResults& b, std::uint64_t s
     for (auto& [key, pair] : pairs) {
         pair.change = changeOf(pair);
         switch (pair.change) {
-            case TaskChange::Fixed: ++comparison.fixed; break;
-            case TaskChange::Broken: ++comparison.broken; break;
-            case TaskChange::Changed: ++comparison.changed; break;
-            case TaskChange::OnlyA: ++comparison.onlyA; break;
-            case TaskChange::OnlyB: ++comparison.onlyB; break;
-            case TaskChange::Unscored: ++comparison.unscored; break;
-            case TaskChange::Same: break;
+            case TaskChange::Fixed:
+                ++comparison.fixed;
+                break;
+            case TaskChange::Broken:
+                ++comparison.broken;
+                break;
+            case TaskChange::Changed:
+                ++comparison.changed;
+                break;
+            case TaskChange::OnlyA:
+                ++comparison.onlyA;
+                break;
+            case TaskChange::OnlyB:
+                ++comparison.onlyB;
+                break;
+            case TaskChange::Unscored:
+                ++comparison.unscored;
+                break;
+            case TaskChange::Same:
+                break;
         }
         if (pair.a && pair.b && pair.a->scored && pair.b->scored) {
             scoresA.push_back(pair.a->meanScore());
@@ -328,14 +349,14 @@ std::string comparisonText(const Comparison& comparison, const std::string& name
                            const std::string& nameB) {
     const PairedDifference& d = comparison.difference;
     std::ostringstream out;
-    out << "A " << nameA << ": " << percent(d.meanA) << ", B " << nameB << ": "
-        << percent(d.meanB) << " (mean score over " << d.pairs << " paired tasks)\n"
+    out << "A " << nameA << ": " << percent(d.meanA) << ", B " << nameB << ": " << percent(d.meanB)
+        << " (mean score over " << d.pairs << " paired tasks)\n"
         << "B - A: " << points(d.mean) << " points, 95% CI " << points(d.normal.low) << " to "
         << points(d.normal.high) << " (paired normal), " << points(d.bootstrap.low) << " to "
         << points(d.bootstrap.high) << " (paired bootstrap)\n"
-        << comparison.fixed << " fixed, " << comparison.broken << " broken, "
-        << comparison.changed << " changed score, " << comparison.onlyA << " only in A, "
-        << comparison.onlyB << " only in B, " << comparison.unscored << " not scored in one\n";
+        << comparison.fixed << " fixed, " << comparison.broken << " broken, " << comparison.changed
+        << " changed score, " << comparison.onlyA << " only in A, " << comparison.onlyB
+        << " only in B, " << comparison.unscored << " not scored in one\n";
     for (const TaskPair& pair : comparison.tasks) {
         if (pair.change == TaskChange::Same || pair.change == TaskChange::Changed) continue;
         out << "  " << taskChangeName(pair.change) << ' ' << pair.file << '\n';

@@ -25,13 +25,13 @@
 namespace iris::app::eval {
 
 enum class TaskChange {
-    Same,       // both succeed or both fail, same mean score
-    Changed,    // both succeed or both fail, the mean score differs
-    Fixed,      // fails in A, succeeds in B
-    Broken,     // succeeds in A, fails in B
-    OnlyA,      // no entry in B
-    OnlyB,      // no entry in A
-    Unscored,   // in both, but no scored attempt in one of them (or both)
+    Same,      // both succeed or both fail, same mean score
+    Changed,   // both succeed or both fail, the mean score differs
+    Fixed,     // fails in A, succeeds in B
+    Broken,    // succeeds in A, fails in B
+    OnlyA,     // no entry in B
+    OnlyB,     // no entry in A
+    Unscored,  // in both, but no scored attempt in one of them (or both)
 };
 std::string_view taskChangeName(TaskChange change);  // "same", "changed", "fixed", ...
 
@@ -47,8 +47,8 @@ struct TaskPair {
 };
 
 struct Comparison {
-    std::vector<TaskPair> tasks;       // every task of either folder, by (domain, id, file)
-    PairedDifference difference;       // per-task mean score, B - A, over the paired tasks
+    std::vector<TaskPair> tasks;  // every task of either folder, by (domain, id, file)
+    PairedDifference difference;  // per-task mean score, B - A, over the paired tasks
     int fixed = 0, broken = 0, changed = 0, onlyA = 0, onlyB = 0, unscored = 0;
 };
 
@@ -61,8 +61,7 @@ Comparison compareRuns(const RunResults& a, const RunResults& b,
 // The page for runs `a` read from `dirA` and `b` from `dirB`, links relative to `pageDir`.
 std::string comparisonHtml(const Comparison& comparison, const RunResults& a,
                            const std::filesystem::path& dirA, const RunResults& b,
-                           const std::filesystem::path& dirB,
-                           const std::filesystem::path& pageDir);
+                           const std::filesystem::path& dirB, const std::filesystem::path& pageDir);
 
 // A few terminal lines: both rates, B - A with both intervals, the counts and the flipped tasks.
 std::string comparisonText(const Comparison& comparison, const std::string& nameA,

@@ -321,10 +321,10 @@ std::string summaryText(const RunResults& results) {
     out << "success rate: " << percent(summary.rateAttempted()) << " of " << summary.attempted
         << " attempted (" << number(summary.scoreSum) << "/" << summary.attempted << "), "
         << percent(summary.rateAll()) << " of all " << summary.tasks
-        << (results.settings.repeat > 1 ? " attempts (" + std::to_string(results.tasksTotal) +
-                                              " tasks x " +
-                                              std::to_string(results.settings.repeat) + ")"
-                                        : std::string(" tasks"))
+        << (results.settings.repeat > 1
+                ? " attempts (" + std::to_string(results.tasksTotal) + " tasks x " +
+                      std::to_string(results.settings.repeat) + ")"
+                : std::string(" tasks"))
         << '\n';
     out << repeatStatsText(repeatStats(results));
     if (summary.unsupported || summary.errors || summary.stopped) {
@@ -340,8 +340,8 @@ std::string summaryText(const RunResults& results) {
     for (const TaskResult& task : results.tasks) {
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
             out << "  " << taskStatusName(task.status) << ' ' << task.file
-                << (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "")
-                << ": " << task.error << '\n';
+                << (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "") << ": "
+                << task.error << '\n';
     }
     return out.str();
 }

@@ -135,7 +135,7 @@ Result<RunResults> resumedResults(const EvalRunOptions& options, const std::vect
     for (const TaskPlan& plan : plans)
         keys.insert(plan.key);
     std::erase_if(results.tasks, [&](const TaskResult& r) {
-        return !keys.count(r.file) || r.attempt >= options.repeat;
+        return !keys.count(r.file) || r.attempt >= std::max(1, options.repeat);
     });
     return results;
 }

@@ -191,8 +191,8 @@ PairedDifference pairedDifference(const std::vector<double>& a, const std::vecto
 std::string repeatStatsText(const RepeatStats& stats) {
     std::ostringstream out;
     out << "success (score 1): " << stats.successes << "/" << stats.scored
-        << " scored attempts = " << percent(stats.rate) << ", 95% CI "
-        << percent(stats.wilson.low) << "-" << percent(stats.wilson.high) << " (Wilson)";
+        << " scored attempts = " << percent(stats.rate) << ", 95% CI " << percent(stats.wilson.low)
+        << "-" << percent(stats.wilson.high) << " (Wilson)";
     if (stats.repeat > 1) {
         out << ", " << percent(stats.bootstrap.low) << "-" << percent(stats.bootstrap.high)
             << " (bootstrap over " << stats.tasks.size() << " tasks)";
@@ -218,8 +218,8 @@ std::string repeatStatsText(const RepeatStats& stats) {
     out << "\n  runs:";
     for (const RunRate& run : stats.runs)
         out << ' ' << percent(run.rate());
-    out << "; variance " << number(stats.runVariance, 6) << ", sd "
-        << percent(stats.runStdDev) << '\n';
+    out << "; variance " << number(stats.runVariance, 6) << ", sd " << percent(stats.runStdDev)
+        << '\n';
     return out.str();
 }
 
@@ -253,7 +253,7 @@ void writeFrequencyTable(std::ostream& html, const RepeatStats& stats) {
     html << "<h3>Per task</h3><table><tr><th>task</th><th>attempts</th><th>scored</th>"
             "<th>successes</th><th>success frequency</th><th>mean score</th></tr>";
     for (const TaskFrequency& task : stats.tasks) {
-        const char* tone = !task.scored                     ? "warn"
+        const char* tone = !task.scored                    ? "warn"
                            : task.successes == task.scored ? "ok"
                            : task.successes == 0           ? "bad"
                                                            : "warn";
@@ -276,9 +276,8 @@ std::string successRateHtml(const RepeatStats& stats) {
          << stats.scored << "; 95% CI " << percent(stats.wilson.low) << " &ndash; "
          << percent(stats.wilson.high) << " (Wilson)";
     if (stats.repeat > 1)
-        html << ", " << percent(stats.bootstrap.low) << " &ndash; "
-             << percent(stats.bootstrap.high) << " (bootstrap over " << stats.tasks.size()
-             << " tasks)";
+        html << ", " << percent(stats.bootstrap.low) << " &ndash; " << percent(stats.bootstrap.high)
+             << " (bootstrap over " << stats.tasks.size() << " tasks)";
     html << "</div></div></div>\n";
     if (stats.repeat <= 1) return html.str();
     html << "<h2>Repeated runs (" << stats.repeat << " attempts per task)</h2>"

@@ -75,9 +75,9 @@ std::vector<TaskFrequency> taskFrequencies(const RunResults& results);
 
 struct PassK {
     int k = 0;
-    double passAt = 0;  // mean pass@k
-    double passHat = 0; // mean pass^k
-    int tasks = 0;      // tasks with at least k scored attempts
+    double passAt = 0;   // mean pass@k
+    double passHat = 0;  // mean pass^k
+    int tasks = 0;       // tasks with at least k scored attempts
 };
 
 struct RunRate {
@@ -94,10 +94,10 @@ struct RepeatStats {
     std::int64_t successes = 0;
     double rate = 0;  // successes / scored
     Interval wilson;
-    Interval bootstrap;          // over tasks
-    std::vector<PassK> passK;    // k = 1..repeat
-    std::vector<RunRate> runs;   // attempt 0..repeat-1
-    double runVariance = 0;      // of runs' rates that have scored attempts
+    Interval bootstrap;         // over tasks
+    std::vector<PassK> passK;   // k = 1..repeat
+    std::vector<RunRate> runs;  // attempt 0..repeat-1
+    double runVariance = 0;     // of runs' rates that have scored attempts
     double runStdDev = 0;
 };
 RepeatStats repeatStats(const RunResults& results, std::uint64_t seed = kBootstrapSeed,

@@ -69,9 +69,9 @@ TEST(EvalStats, PassAtKAndPassHatKForSmallCounts) {
     EXPECT_NEAR(passAtK(5, 2, 3), 1 - 1.0 / 10, 1e-12);  // 0.9
     EXPECT_NEAR(passAtK(5, 2, 4), 1.0, 1e-12);           // C(3,4) = 0
     EXPECT_NEAR(passHatK(5, 2, 1), 2.0 / 5, 1e-12);
-    EXPECT_NEAR(passHatK(5, 2, 2), 1.0 / 10, 1e-12);     // C(2,2) / C(5,2)
-    EXPECT_EQ(passHatK(5, 2, 3), 0);                     // C(2,3) = 0
-    EXPECT_NEAR(passHatK(5, 4, 2), 6.0 / 10, 1e-12);     // C(4,2) / C(5,2)
+    EXPECT_NEAR(passHatK(5, 2, 2), 1.0 / 10, 1e-12);  // C(2,2) / C(5,2)
+    EXPECT_EQ(passHatK(5, 2, 3), 0);                  // C(2,3) = 0
+    EXPECT_NEAR(passHatK(5, 4, 2), 6.0 / 10, 1e-12);  // C(4,2) / C(5,2)
     EXPECT_EQ(passAtK(3, 0, 3), 0);
     EXPECT_EQ(passHatK(3, 3, 3), 1);
     // Binomials far beyond 64 bits: C(100,50) / C(200,50) = 2.2229697512e-19 (exact rational,
@@ -225,9 +225,8 @@ TEST(EvalStats, RepeatedPlansGetTheirOwnFoldersAndResumeSeparately) {
         if (plan.resultDir != "attempt_1/pyautogui/m/web/a")
             std::ofstream(scratch.path() / plan.resultDir / "result.txt") << "1.0\n";
     }
-    const std::vector<std::size_t> todo =
-        unfinishedTasks(scratch.path(), repeated.size(),
-                        [&](std::size_t i) { return repeated[i].resultDir; });
+    const std::vector<std::size_t> todo = unfinishedTasks(
+        scratch.path(), repeated.size(), [&](std::size_t i) { return repeated[i].resultDir; });
     EXPECT_EQ(todo, (std::vector<std::size_t>{2}));
 }
 

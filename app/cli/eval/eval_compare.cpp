@@ -28,6 +28,13 @@ std::string percent(double fraction) {
     return fixed(fraction * 100.0, 2) + "%";
 }
 
+// An axis or bin edge: three significant digits (latencies are fractions of a second).
+std::string edge(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", value);
+    return text;
+}
+
 // A difference of rates in percentage points, signed.
 std::string points(double difference) {
     char text[48];
@@ -145,9 +152,8 @@ std::string overlaidHistogramSvg(const std::vector<double>& a, const std::vector
             svg << "<rect x=\"" << fixed(x + 0.5, 1) << "\" y=\"" << fixed(kTop + plotH - barH, 1)
                 << "\" width=\"" << fixed(std::max(1.0, binW / 2 - 1), 1) << "\" height=\""
                 << fixed(barH, 1) << "\" fill=\"" << (side ? "#f97316" : "#3b82f6") << "\"><title>"
-                << (side ? "B " : "A ") << fixed(shared.edges[i], 1) << "-"
-                << fixed(shared.edges[i + 1], 1) << ' ' << htmlEscape(unit) << ": " << count
-                << "</title></rect>";
+                << (side ? "B " : "A ") << edge(shared.edges[i]) << "-" << edge(shared.edges[i + 1])
+                << ' ' << htmlEscape(unit) << ": " << count << "</title></rect>";
         }
     }
     const double axisY = kTop + plotH;
@@ -155,8 +161,7 @@ std::string overlaidHistogramSvg(const std::vector<double>& a, const std::vector
         << "\" y2=\"" << axisY << "\" stroke=\"#9ca3af\"/>";
     for (const std::size_t i : {std::size_t(0), n / 2, n})
         svg << "<text x=\"" << fixed(kLeft + binW * double(i), 1) << "\" y=\"" << axisY + 14
-            << "\" font-size=\"10\" text-anchor=\"middle\">" << fixed(shared.edges[i], 1)
-            << "</text>";
+            << "\" font-size=\"10\" text-anchor=\"middle\">" << edge(shared.edges[i]) << "</text>";
     svg << "<text x=\"" << kLeft + plotW / 2 << "\" y=\"" << kHeight - 6
         << "\" font-size=\"11\" text-anchor=\"middle\" fill=\"#6b7280\">" << htmlEscape(unit)
         << " (A " << a.size() << ", B " << b.size() << " values)</text></svg>";
@@ -216,6 +221,8 @@ void writeSide(std::ostream& html, const char* side, const std::string& resultDi
         html << "<a href=\"" << reportLink(taskDir / shot, pageDir) << "\"><img src=\""
              << reportLink(taskDir / shot, pageDir) << "\" loading=\"lazy\" alt=\"" << side
              << ": final screen\"></a>";
+    else
+        html << "<p class=\"muted\">no screenshot recorded</p>";
     html << "</figure>";
 }
 
@@ -349,8 +356,8 @@ std::string comparisonText(const Comparison& comparison, const std::string& name
                            const std::string& nameB) {
     const PairedDifference& d = comparison.difference;
     std::ostringstream out;
-    out << "A " << nameA << ": " << percent(d.meanA) << ", B " << nameB << ": " << percent(d.meanB)
-        << " (mean score over " << d.pairs << " paired tasks)\n"
+    out << "A = " << nameA << ": " << percent(d.meanA) << "; B = " << nameB << ": "
+        << percent(d.meanB) << " (mean score over " << d.pairs << " paired tasks)\n"
         << "B - A: " << points(d.mean) << " points, 95% CI " << points(d.normal.low) << " to "
         << points(d.normal.high) << " (paired normal), " << points(d.bootstrap.low) << " to "
         << points(d.bootstrap.high) << " (paired bootstrap)\n"

@@ -202,6 +202,29 @@ TEST(EvalStats, SummaryTextShowsRepeatsOnlyWhenThereAreSome) {
     EXPECT_EQ(one.find("bootstrap"), std::string::npos) << one;
 }
 
+TEST(EvalStats, ReportSectionShowsRepeatsOnlyWhenThereAreSome) {
+    const std::string html = successRateHtml(repeatStats(threeRuns()));
+    EXPECT_NE(html.find("<h2>Repeated runs (3 attempts per task)</h2>"), std::string::npos);
+    EXPECT_NE(html.find("7 / 12; 95% CI 31.95% &ndash; 80.67% (Wilson)"), std::string::npos)
+        << html;
+    // pass@2 and pass^2 (worked out in RepeatStatsOverThreeRuns), and task b's 2 of 3.
+    EXPECT_NE(html.find("<td class=\"num\">2</td><td class=\"num\">75.00%</td>"
+                        "<td class=\"num\">41.67%</td>"),
+              std::string::npos)
+        << html;
+    EXPECT_NE(html.find("<td>web/b</td><td class=\"num\">3</td><td class=\"num\">3</td>"
+                        "<td class=\"num\">2</td><td class=\"num warn\">66.67%</td>"),
+              std::string::npos)
+        << html;
+
+    // 0 of 1: [0, z^2 / (1 + z^2)] = [0, 0.793451].
+    RunResults single;
+    single.put(attempt("a", 0, 0.0));
+    const std::string one = successRateHtml(repeatStats(single));
+    EXPECT_NE(one.find("0 / 1; 95% CI 0.00% &ndash; 79.35% (Wilson)"), std::string::npos) << one;
+    EXPECT_EQ(one.find("Repeated runs"), std::string::npos);
+}
+
 TEST(EvalStats, RepeatedPlansGetTheirOwnFoldersAndResumeSeparately) {
     std::vector<TaskPlan> plans(2);
     plans[0].key = "web/a.json";

@@ -2,6 +2,7 @@
 // iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | --demonstrations) [options]
 // iris eval report DIR
 // iris eval merge OUT DIR...
+// iris eval compare A B
 #include "app/cli/eval/eval_command.h"
 
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "agent/actions/action_format.h"
 #include "app/cli/agent_setup.h"
 #include "app/cli/arguments.h"
+#include "app/cli/eval/eval_compare.h"
 #include "app/cli/eval/eval_report.h"
 #include "app/cli/eval/eval_runner.h"
 #include "app/cli/eval/shard_merge.h"
@@ -36,6 +38,8 @@ std::vector<OptionSpec> runOptions() {
         {"max-steps", "", true, "model calls per task (default: the task's, else 15)"},
         {"sleep-after-action", "", true, "seconds to wait after each step's actions (default 0)"},
         {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
+        {"repeat", "", true,
+         "run every task R times, each afresh (1-100, default 1): success-rate CI, pass@k"},
         {"action-format", "", true,
          "pyautogui, computer_13, uitars or tools, for tasks that do not say (default pyautogui)"},
         {"allow-commands", "", false,
@@ -77,13 +81,16 @@ void printHelp() {
            "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | "
            "--demonstrations) [options]\n"
            "       iris eval report DIR [--output FILE.html]\n"
-           "       iris eval merge OUT DIR...   (the folders of run --shard K/N, into OUT)\n\n"
+           "       iris eval merge OUT DIR...   (the folders of run --shard K/N, into OUT)\n"
+           "       iris eval compare A B [--output FILE.html]\n\n"
            "OSWorld-style evaluation. TASKS is a task file or a folder of them (OSWorld's\n"
            "examples/<domain>/<id>.json, or a flat folder). Each task runs in a fresh browser\n"
            "page or private desktop with its web project copied to a fresh folder, then OSWorld's\n"
            "evaluator scores it. Results go to DIR/results.json, DIR/sessions.db and OSWorld's\n"
            "layout DIR/<action_format>/<model>/<domain>/<id>/; running the same command again\n"
-           "resumes (tasks with a result.txt are skipped).\n\nrun options:\n"
+           "resumes (tasks with a result.txt are skipped). compare pairs two results folders\n"
+           "over the same tasks: flipped tasks, B - A with a paired 95% CI, distributions.\n\n"
+           "run options:\n"
         << Arguments::usage(runOptions());
 }
 
@@ -137,11 +144,14 @@ int runRunCommand(int argc, char** argv) {
     const Result<std::int64_t> maxSteps = args->integer("max-steps", 0);
     const Result<double> sleep = args->number("sleep-after-action", 0);
     const Result<double> timeout = args->number("task-timeout", 0);
-    for (const Status& s :
-         {parallel.status(), maxSteps.status(), sleep.status(), timeout.status()}) {
+    const Result<std::int64_t> repeat = args->integer("repeat", 1);
+    for (const Status& s : {parallel.status(), maxSteps.status(), sleep.status(), timeout.status(),
+                            repeat.status()}) {
         if (!s.isOk()) return usage(s.message());
     }
     if (*parallel < 1 || *parallel > 64) return usage("--parallel must be between 1 and 64");
+    if (*repeat < 1 || *repeat > 100) return usage("--repeat must be between 1 and 100");
+    options.repeat = int(*repeat);
     if (*maxSteps < 0 || (args->has("max-steps") && *maxSteps < 1))
         return usage("--max-steps must be >= 1");
     if (*sleep < 0 || *timeout < 0)
@@ -212,10 +222,33 @@ int runMerge(int argc, char** argv) {
     return 0;
 }
 
+int runCompare(int argc, char** argv) {
+    const std::vector<OptionSpec> specs = {
+        {"output", "o", true, "the HTML file (default B/compare.html)"},
+        {"help", "h", false, "show this help"},
+    };
+    Result<Arguments> args = Arguments::parse(argc, argv, specs);
+    if (!args) return usage(args.status().message());
+    if (args->has("help")) {
+        printHelp();
+        return 0;
+    }
+    if (args->positional().size() != 2) return usage("compare takes two results folders");
+    const fs::path a = args->positional()[0], b = args->positional()[1];
+    const fs::path output = args->value("output").value_or((b / "compare.html").string());
+    Result<std::string> summary = eval::writeComparison(a, b, output);
+    if (!summary) {
+        std::cerr << "iris eval compare: " << summary.status().message() << '\n';
+        return 3;
+    }
+    std::cout << *summary << "comparison: " << output.string() << '\n';
+    return 0;
+}
+
 }  // namespace
 
 int runEval(int argc, char** argv) {
-    if (argc < 2) return usage("give validate, run, report or merge");
+    if (argc < 2) return usage("give validate, run, report, merge or compare");
     const std::string_view verb = argv[1];
     if (verb == "-h" || verb == "--help" || verb == "help") {
         printHelp();
@@ -226,8 +259,9 @@ int runEval(int argc, char** argv) {
     if (verb == "run") return runRunCommand(argc - 1, argv + 1);
     if (verb == "report") return runReport(argc - 1, argv + 1);
     if (verb == "merge") return runMerge(argc - 1, argv + 1);
+    if (verb == "compare") return runCompare(argc - 1, argv + 1);
     return usage("unknown eval command '" + std::string(verb) +
-                 "' (validate, run, report, merge)");
+                 "' (validate, run, report, merge, compare)");
 }
 
 }  // namespace iris::app

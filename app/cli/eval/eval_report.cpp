@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/eval/eval_stats.h"
 #include "base/strings.h"
 
 namespace iris::app::eval {
@@ -40,7 +41,14 @@ std::string anchorOf(const TaskResult& task) {
     std::string anchor = "task-";
     for (const char c : task.file)
         anchor += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    if (task.attempt) anchor += "-attempt-" + std::to_string(task.attempt);
     return anchor;
+}
+
+// "domain/id", with " #r" for attempt r > 0 of --repeat.
+std::string labelOf(const TaskResult& task) {
+    return task.domain + "/" + task.id +
+           (task.attempt ? " #" + std::to_string(task.attempt) : std::string());
 }
 
 // One line of traj.jsonl per action (agent/recording/osworld_export.h).
@@ -173,7 +181,7 @@ void writeTaskTable(std::ostream& html, const RunResults& results) {
             "<th>tokens</th><th>time</th><th>note</th></tr>";
     for (const TaskResult& task : results.tasks) {
         html << "<tr><td><a href=\"#" << anchorOf(task) << "\">"
-             << htmlEscape(task.domain + "/" + task.id) << "</a></td><td>"
+             << htmlEscape(labelOf(task)) << "</a></td><td>"
              << taskStatusName(task.status) << "</td><td class=\"num " << scoreClass(task) << "\">"
              << scoreText(task) << "</td><td class=\"num\">" << task.steps
              << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
@@ -247,7 +255,7 @@ void writeTrajectory(std::ostream& html, const fs::path& taskDir, const fs::path
 void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path& dir,
                       const fs::path& pageDir) {
     html << "<details class=\"task\" id=\"" << anchorOf(task) << "\"><summary><h3 "
-         << "style=\"display:inline\">" << htmlEscape(task.domain + "/" + task.id)
+         << "style=\"display:inline\">" << htmlEscape(labelOf(task))
          << "</h3> <span class=\"" << scoreClass(task) << "\">" << scoreText(task)
          << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
          << " steps, loop " << htmlEscape(task.loopEnd)
@@ -351,6 +359,7 @@ std::string reportHtml(const RunResults& results, const fs::path& dir, const fs:
          << kStyle << "</style></head><body><main>\n";
     writeRunHeading(html, results.settings);
     writeRateCards(html, summary);
+    html << successRateHtml(repeatStats(results));  // eval_stats.h: CI, pass@k, runs
     writeDomainTable(html, summary);
     writeDistributions(html, results);
     writeTaskTable(html, results);
@@ -358,6 +367,10 @@ std::string reportHtml(const RunResults& results, const fs::path& dir, const fs:
         writeTaskDetails(html, task, dir, pageDir);
     html << "</main></body></html>\n";
     return html.str();
+}
+
+std::string reportLink(const fs::path& target, const fs::path& pageDir) {
+    return relativeLink(target, pageDir);
 }
 
 Result<std::string> writeReport(const fs::path& dir, const fs::path& output) {

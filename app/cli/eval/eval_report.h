@@ -31,6 +31,9 @@ std::string histogramSvg(const std::vector<double>& values, int bins, const std:
 std::string reportHtml(const RunResults& results, const std::filesystem::path& dir,
                        const std::filesystem::path& pageDir);
 
+// `target` as a link from a page in `pageDir`: relative, percent-encoded.
+std::string reportLink(const std::filesystem::path& target, const std::filesystem::path& pageDir);
+
 // Reads dir/results.json, writes the page to `output`; returns the terminal summary
 // (summaryText()).
 Result<std::string> writeReport(const std::filesystem::path& dir,

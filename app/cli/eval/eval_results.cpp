@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
+#include "app/cli/eval/eval_stats.h"
 #include "app/session/json_file.h"
 
 namespace iris::app::eval {
@@ -210,7 +212,10 @@ Result<RunResults> runResultsFromJson(const nlohmann::json& value, const std::st
         IRIS_RETURN_IF_ERROR(task.status());
         results.put(std::move(*task));
     }
-    results.tasksTotal = std::max<int>(results.tasksTotal, int(results.tasks.size()));
+    std::set<std::string> files;  // with --repeat, a task file has several entries
+    for (const TaskResult& task : results.tasks)
+        files.insert(task.file);
+    results.tasksTotal = std::max<int>(results.tasksTotal, int(files.size()));
     return results;
 }
 
@@ -250,6 +255,11 @@ std::string taskResultDir(const std::string& actionFormat, const std::string& mo
                           const std::string& domain, const std::string& id) {
     return pathComponent(actionFormat) + "/" + pathComponent(model) + "/" + pathComponent(domain) +
            "/" + pathComponent(id);
+}
+
+std::string attemptResultDir(const std::string& taskDir, int attempt) {
+    if (attempt <= 0) return taskDir;
+    return "attempt_" + std::to_string(attempt) + "/" + taskDir;
 }
 
 std::optional<double> readResultTxt(const fs::path& dir) {
@@ -298,7 +308,8 @@ RunSummary summarize(const RunResults& results) {
         if (task.status == TaskStatus::Error) ++summary.errors;
         if (task.status == TaskStatus::Stopped) ++summary.stopped;
     }
-    summary.tasks = std::max<int>(results.tasksTotal, int(results.tasks.size()));
+    summary.tasks = std::max<int>(results.tasksTotal * std::max(1, results.settings.repeat),
+                                  int(results.tasks.size()));
     for (auto& [name, domain] : domains)
         summary.domains.push_back(domain);
     return summary;
@@ -309,7 +320,13 @@ std::string summaryText(const RunResults& results) {
     std::ostringstream out;
     out << "success rate: " << percent(summary.rateAttempted()) << " of " << summary.attempted
         << " attempted (" << number(summary.scoreSum) << "/" << summary.attempted << "), "
-        << percent(summary.rateAll()) << " of all " << summary.tasks << " tasks\n";
+        << percent(summary.rateAll()) << " of all " << summary.tasks
+        << (results.settings.repeat > 1
+                ? " attempts (" + std::to_string(results.tasksTotal) + " tasks x " +
+                      std::to_string(results.settings.repeat) + ")"
+                : std::string(" tasks"))
+        << '\n';
+    out << repeatStatsText(repeatStats(results));
     if (summary.unsupported || summary.errors || summary.stopped) {
         out << "not scored: " << summary.unsupported << " unsupported, " << summary.errors
             << " errors, " << summary.stopped << " stopped\n";
@@ -318,12 +335,13 @@ std::string summaryText(const RunResults& results) {
         out << "  " << (domain.domain.empty() ? std::string("(none)") : domain.domain) << ": "
             << number(domain.scoreSum) << "/" << domain.attempted << " attempted";
         if (domain.attempted) out << " = " << percent(domain.scoreSum / domain.attempted);
-        out << " (" << domain.tasks << " tasks)\n";
+        out << " (" << domain.tasks << (results.settings.repeat > 1 ? " attempts)\n" : " tasks)\n");
     }
     for (const TaskResult& task : results.tasks) {
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
-            out << "  " << taskStatusName(task.status) << ' ' << task.file << ": " << task.error
-                << '\n';
+            out << "  " << taskStatusName(task.status) << ' ' << task.file
+                << (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "") << ": "
+                << task.error << '\n';
     }
     return out.str();
 }

@@ -11,6 +11,13 @@
 //   .../evaluation.json                                  the evaluator's per-metric details
 // A task counts as finished when its folder holds a result.txt that parses as a number (OSWorld's
 // get_unfinished); a resumed run skips exactly those.
+//
+// --repeat R runs every task R times (attempts 0..R-1, each in a fresh environment). Attempt 0
+// uses the folders above, so R = 1 is OSWorld's layout and OSWorld's scripts read run 0 as it
+// is; attempt r > 0 gets the same layout under a folder of its own (attemptResultDir):
+//   DIR/attempt_<r>/<action_format>/<model>/<domain>/<id>/...
+// Every attempt is finished or not on its own (its own result.txt), so a resumed run redoes only
+// the unfinished attempts; results.json holds one entry per task and attempt.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -80,7 +87,7 @@ struct RunSettings {
 
 struct RunResults {
     RunSettings settings;
-    int tasksTotal = 0;             // task files found, malformed ones included
+    int tasksTotal = 0;             // task files found, malformed ones included (not x repeat)
     std::vector<TaskResult> tasks;  // sorted by (domain, id, file)
 
     // Replaces the entry of the same file and attempt (or adds it) and keeps the order.
@@ -102,6 +109,10 @@ std::string pathComponent(std::string_view name);
 // "<action_format>/<model>/<domain>/<id>" with each part through pathComponent().
 std::string taskResultDir(const std::string& actionFormat, const std::string& model,
                           const std::string& domain, const std::string& id);
+
+// Attempt `attempt`'s folder for a task whose attempt-0 folder is `taskDir` (taskResultDir()):
+// taskDir itself for attempt 0, "attempt_<attempt>/" + taskDir after that.
+std::string attemptResultDir(const std::string& taskDir, int attempt);
 
 // The score in `dir`/result.txt, or nullopt when the file is missing or not a number
 // (OSWorld's show_result: float(text)).
@@ -134,10 +145,13 @@ struct RunSummary {
     std::vector<DomainSummary> domains;  // by name
 };
 
-// `tasksTotal` counts tasks with no entry (never run) as found but not attempted.
+// `tasksTotal` counts tasks with no entry (never run) as found but not attempted. With repeats,
+// RunSummary::tasks counts attempts: tasksTotal x repeat (or the entries, if more).
 RunSummary summarize(const RunResults& results);
 
-// A few lines for the terminal: rates (both denominators), per-domain rows, failures.
+// A few lines for the terminal: rates (both denominators), the success rate with its confidence
+// interval (and with repeats pass@k, pass^k and the runs' spread: eval_stats.h), per-domain
+// rows, failures.
 std::string summaryText(const RunResults& results);
 
 }  // namespace iris::app::eval

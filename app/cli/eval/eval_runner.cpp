@@ -64,6 +64,7 @@ public:
             m_progress.started(plan.label());
             const Clock::time_point start = Clock::now();
             TaskResult result = m_tasks.run(plan, *store);
+            result.attempt = plan.attempt;
             result.durationS = secondsSince(start);
             std::string note = result.error;
             if (note.size() > 160) note = note.substr(0, 157) + "...";
@@ -128,13 +129,16 @@ Result<RunResults> resumedResults(const EvalRunOptions& options, const std::vect
     results.settings.parallel = options.parallel;
     results.settings.tasksPath = options.tasks.string();
     results.settings.shard = options.shard;
-    results.tasksTotal = int(plans.size());
-    // Keep only this task set's entries; tasks finished earlier keep theirs (or get one from
-    // their result.txt when results.json missed it: recoverFinished).
+    results.settings.repeat = options.repeat;
+    results.tasksTotal = int(plans.size()) / std::max(1, options.repeat);
+    // Keep only this task set's entries (and attempts); tasks finished earlier keep theirs (or
+    // get one from their result.txt when results.json missed it: recoverFinished).
     std::set<std::string> keys;
     for (const TaskPlan& plan : plans)
         keys.insert(plan.key);
-    std::erase_if(results.tasks, [&](const TaskResult& r) { return !keys.count(r.file); });
+    std::erase_if(results.tasks, [&](const TaskResult& r) {
+        return !keys.count(r.file) || r.attempt >= std::max(1, options.repeat);
+    });
     return results;
 }
 
@@ -146,9 +150,10 @@ void recoverFinished(const fs::path& out, const std::vector<TaskPlan>& plans,
     for (std::size_t i = 0; i < plans.size(); ++i) {
         if (pending.count(i)) continue;
         const TaskPlan& plan = plans[i];
-        const TaskResult* known = results.find(plan.key);
+        const TaskResult* known = results.find(plan.key, plan.attempt);
         if (known && known->score) continue;
         TaskResult recovered;
+        recovered.attempt = plan.attempt;
         recovered.id = plan.id;
         recovered.domain = plan.domain;
         recovered.file = plan.key;
@@ -205,7 +210,9 @@ int runTasks(const EvalRunOptions& options, std::vector<TaskPlan> plans, RunResu
              const std::vector<std::size_t>& todo, int lanes, std::ostream& out, std::ostream& err,
              InterruptWatcher* interrupts) {
     const std::size_t skipped = plans.size() - todo.size();
-    out << "iris eval: " << plans.size() << " tasks in " << options.tasks.string();
+    out << "iris eval: " << plans.size() / std::size_t(std::max(1, options.repeat)) << " tasks";
+    if (options.repeat > 1) out << " x " << options.repeat << " runs = " << plans.size();
+    out << " in " << options.tasks.string();
     if (skipped) out << ", " << skipped << " already finished in " << options.out.string();
     out << "; running " << todo.size();
     if (options.parallel > 1) out << ", " << options.parallel << " at a time";
@@ -249,6 +256,8 @@ int runEvaluation(const EvalRunOptions& requested, std::ostream& out, std::ostre
             return 3;
         }
     }
+    // After the shard's share is chosen: every attempt of a task runs in the same shard.
+    *plans = repeatPlans(std::move(*plans), requested.repeat);
     const std::vector<std::size_t> todo =
         unfinishedTasks(requested.out, plans->size(), [&](std::size_t i) {
             const TaskPlan& plan = (*plans)[i];

@@ -42,6 +42,7 @@ struct EvalRunOptions {
     double sleepAfterActionS = 0;
     double taskTimeoutS = 0;  // 0: none
     int parallel = 1;
+    int repeat = 1;  // runs of every task, each in a fresh environment (eval_results.h: layout)
     bool allowCommands = false;
     bool allowNetwork = false;
     std::string shard;  // "K/N": run only shard K of N of the tasks (shards.h); empty: all

@@ -1,5 +1,6 @@
 #include "app/cli/eval/task_plan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <system_error>
 
@@ -94,6 +95,20 @@ Result<std::vector<TaskPlan>> planTasks(const EvalRunOptions& options) {
             plan.actionFormat = std::string(agent::actionFormatName(*format));
         plan.resultDir = taskResultDir(plan.actionFormat, options.modelName, plan.domain, plan.id);
         plans.push_back(std::move(plan));
+    }
+    return plans;
+}
+
+std::vector<TaskPlan> repeatPlans(std::vector<TaskPlan> plans, int repeat) {
+    const std::size_t tasks = plans.size();
+    plans.reserve(tasks * std::size_t(std::max(1, repeat)));
+    for (int attempt = 1; attempt < repeat; ++attempt) {
+        for (std::size_t i = 0; i < tasks; ++i) {
+            TaskPlan copy = plans[i];
+            copy.attempt = attempt;
+            copy.resultDir = attemptResultDir(plans[i].resultDir, attempt);
+            plans.push_back(std::move(copy));
+        }
     }
     return plans;
 }

@@ -33,15 +33,22 @@ struct TaskPlan {
     std::string id;
     std::string domain;
     std::string actionFormat;           // canonical name when it is a known format
-    std::string resultDir;              // relative to the results folder (taskResultDir)
+    std::string resultDir;              // relative to the results folder (attemptResultDir)
     std::optional<Demonstration> demo;  // AnswerSource::Demonstrations only
     std::string demoError;              // why `demo` is absent
+    int attempt = 0;                    // which of --repeat R runs
 
-    std::string label() const { return domain + "/" + id; }
+    std::string label() const {
+        return domain + "/" + id + (attempt ? " #" + std::to_string(attempt) : std::string());
+    }
 };
 
 // One plan per task file of options.tasks (a file or a folder), in loadTaskDir's order; a file
 // that does not parse still gets a plan, with loadError. Fails only when the folder cannot be read.
 Result<std::vector<TaskPlan>> planTasks(const EvalRunOptions& options);
+
+// `plans` (attempt 0) followed by copies for attempts 1..repeat-1, attempt by attempt, each with
+// its own result folder: a run that stops early has its first runs complete.
+std::vector<TaskPlan> repeatPlans(std::vector<TaskPlan> plans, int repeat);
 
 }  // namespace iris::app::eval

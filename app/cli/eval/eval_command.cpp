@@ -33,6 +33,9 @@ std::vector<OptionSpec> runOptions() {
         {"max-steps", "", true, "model calls per task (default: the task's, else 15)"},
         {"sleep-after-action", "", true, "seconds to wait after each step's actions (default 0)"},
         {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
+        {"loop-limit", "", true,
+         "stop and flag a task whose agent repeats one action on an unchanged screen this many "
+         "times in a row (default 5; 0: never)"},
         {"action-format", "", true,
          "pyautogui, computer_13, uitars or tools, for tasks that do not say (default pyautogui)"},
         {"allow-commands", "", false,
@@ -143,6 +146,10 @@ int runRunCommand(int argc, char** argv) {
     options.maxSteps = int(*maxSteps);
     options.sleepAfterActionS = *sleep;
     options.taskTimeoutS = *timeout;
+    const Result<std::int64_t> loopLimit = args->integer("loop-limit", 5);
+    if (!loopLimit.status().isOk()) return usage(loopLimit.status().message());
+    if (*loopLimit < 0) return usage("--loop-limit must be >= 0");
+    options.loopLimit = int(*loopLimit);
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
 

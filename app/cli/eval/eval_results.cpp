@@ -324,6 +324,8 @@ std::string summaryText(const RunResults& results) {
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
             out << "  " << taskStatusName(task.status) << ' ' << task.file << ": " << task.error
                 << '\n';
+        for (const std::string& flag : task.flags)
+            out << "  flagged " << task.file << ": " << flag << '\n';
     }
     return out.str();
 }

@@ -55,9 +55,10 @@ TEST(Hygiene, MockupTasksAreThoseScoredAgainstAnImage) {
 }
 
 TEST(Hygiene, ReadsTheScriptsValueAndNamesABadField) {
-    const nlohmann::json text = R"({"media": [{"kind": "img", "source": "a.png", "coverage": 0.5}],
+    // The script returns the JSON text as a string value.
+    const std::string text = R"({"media": [{"kind": "img", "source": "a.png", "coverage": 0.5}],
                                     "texts": [{"text": "Hi", "hidden": "opacity:0"}]})";
-    Result<PageInspection> page = pageInspectionFromJson(nlohmann::json(text.dump()));
+    Result<PageInspection> page = pageInspectionFromJson(nlohmann::json(text));
     ASSERT_TRUE(page) << page.status().message();
     ASSERT_EQ(page->media.size(), 1u);
     EXPECT_EQ(page->media[0].source, "a.png");

@@ -329,7 +329,8 @@ void TaskRunner::judge(const ev::Task& task, const LoopOutcome& loop,
         return;
     }
     target.context->setLastActionWasFail(loop.lastFail);
-    // Before postconfig: the page as the agent left it.
+    // Before postconfig: the page as the agent left it. A page that cannot be read is not
+    // flagged (the check voids scores; it must not void an honest one for a reason of its own).
     std::vector<std::string> hacks;
     if (isMockupTask(task)) {
         Result<std::vector<std::string>> found =

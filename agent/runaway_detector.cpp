@@ -10,8 +10,8 @@
 namespace iris::agent {
 namespace {
 
-constexpr int kPrintColumns = 64;        // cells across: ~20 px at 1280 wide
-constexpr double kCellTolerance = 16;    // gray levels a cell may move and stay "the same"
+constexpr int kPrintColumns = 64;          // cells across: ~20 px at 1280 wide
+constexpr double kCellTolerance = 16;      // gray levels a cell may move and stay "the same"
 constexpr double kChangedFraction = 0.01;  // cells allowed to move more than that
 
 }  // namespace
@@ -70,8 +70,7 @@ std::optional<std::string> RunawayDetector::observe(const cv::Mat& screenshot,
             m_described += (m_described.empty() ? "" : "; ") + describe(action);
     }
     if (m_limit <= 0 || m_repeats < m_limit) return std::nullopt;
-    return m_described + " repeated " + std::to_string(m_repeats) +
-           " times on an unchanged screen";
+    return m_described + " repeated " + std::to_string(m_repeats) + " times on an unchanged screen";
 }
 
 }  // namespace iris::agent

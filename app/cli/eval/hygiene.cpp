@@ -57,9 +57,8 @@ void findImages(const PageInspection& scored, const PageInspection* original,
         const bool isMockup = !file.empty() && std::find(mockupFiles.begin(), mockupFiles.end(),
                                                          file) != mockupFiles.end();
         if (isMockup && media.coverage >= kMockupCoverage) {
-            found.push_back("the page shows the target mockup " + file + " in " +
-                            mediaName(media) + " covering " + percent(media.coverage) +
-                            " of the viewport");
+            found.push_back("the page shows the target mockup " + file + " in " + mediaName(media) +
+                            " covering " + percent(media.coverage) + " of the viewport");
             continue;
         }
         if (media.coverage < kLargeCoverage) continue;

@@ -51,8 +51,8 @@ std::vector<std::string> mockupFileNames(const agent::eval::Task& task);
 extern const std::string_view kPageInspectionScript;
 
 struct PageMedia {
-    std::string kind;    // "img", "canvas", "video", "iframe", "background-image", ...
-    std::string source;  // URL (data: URLs cut short), empty for a canvas
+    std::string kind;     // "img", "canvas", "video", "iframe", "background-image", ...
+    std::string source;   // URL (data: URLs cut short), empty for a canvas
     double coverage = 0;  // of the viewport, 0..1
 };
 

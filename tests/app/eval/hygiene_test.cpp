@@ -76,8 +76,8 @@ TEST(Hygiene, AnHonestPageIsNotFlagged) {
     // a small new icon.
     PageInspection scored;
     scored.media = {{"img", "file:///p/hero.jpg", 0.45}, {"img", "file:///p/icon.svg", 0.01}};
-    scored.texts = {{"Ten", ""}, {"chars!", ""}, {kTwenty, ""}, {kSeventy, ""},
-                    {"Menu (was hidden)", ""}};
+    scored.texts = {
+        {"Ten", ""}, {"chars!", ""}, {kTwenty, ""}, {kSeventy, ""}, {"Menu (was hidden)", ""}};
     const PageInspection original = originalPage();
     EXPECT_TRUE(rewardHackingFindings(scored, &original, {"target.png"}).empty());
 }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
+
+#include <QString>
+#include <QUrl>
 
 #include "app/cli/eval/config_steps.h"
 #include "app/cli/eval/eval_context.h"
@@ -36,6 +40,17 @@ std::string fileNameOf(std::string source) {
     source = source.substr(0, source.find_first_of("?#"));
     const std::size_t slash = source.find_last_of("/\\");
     return slash == std::string::npos ? source : source.substr(slash + 1);
+}
+
+// A file's bytes; empty when it cannot be read (or is empty, or over 64 MiB).
+std::string fileBytes(const std::filesystem::path& path) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (error || size == 0 || size > (64u << 20)) return {};
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes(size, '\0');
+    if (!in.read(bytes.data(), std::streamsize(size))) return {};
+    return bytes;
 }
 
 std::string shortened(const std::string& text, std::size_t most = 60) {
@@ -141,6 +156,48 @@ std::string originalUrl(const ev::Task& task, const ev::Variables& variables,
 
 }  // namespace
 
+std::vector<std::filesystem::path> mockupFilePaths(const ev::Task& task,
+                                                   const ev::Variables& variables) {
+    std::vector<std::filesystem::path> paths;
+    const ev::EvaluatorSpec& spec = task.evaluator;
+    for (std::size_t i = 0; i < spec.funcs.size() && i < spec.expected.size(); ++i) {
+        if (!isMockupMetric(spec.funcs[i]) || !spec.expected[i]) continue;
+        const nlohmann::json& getter = spec.expected[i]->spec;
+        if (!getter.is_object() || !getter.contains("path") || !getter["path"].is_string())
+            continue;
+        const std::string written = ev::substitute(getter["path"].get<std::string>(), variables);
+        std::filesystem::path path =
+            written.rfind("file:", 0) == 0
+                ? std::filesystem::path(
+                      QUrl(QString::fromStdString(written)).toLocalFile().toStdString())
+                : std::filesystem::path(written);
+        if (path.is_relative()) path = task.folder() / path;
+        std::error_code error;
+        if (std::filesystem::is_regular_file(path, error)) paths.push_back(path);
+    }
+    return paths;
+}
+
+std::vector<std::string> mediaCopiesOf(const PageInspection& page,
+                                       const std::vector<std::filesystem::path>& mockups) {
+    std::vector<std::string> mockupBytes;
+    for (const std::filesystem::path& mockup : mockups)
+        mockupBytes.push_back(fileBytes(mockup));
+    std::vector<std::string> copies;
+    for (const PageMedia& media : page.media) {
+        if (media.source.rfind("file:", 0) != 0) continue;
+        const std::string local =
+            QUrl(QString::fromStdString(media.source)).toLocalFile().toStdString();
+        const std::string bytes = fileBytes(local);
+        if (bytes.empty()) continue;
+        const std::string name = fileNameOf(media.source);
+        if (std::find(mockupBytes.begin(), mockupBytes.end(), bytes) != mockupBytes.end() &&
+            std::find(copies.begin(), copies.end(), name) == copies.end())
+            copies.push_back(name);
+    }
+    return copies;
+}
+
 Result<std::vector<std::string>> inspectForRewardHacking(const ev::Task& task,
                                                          const ev::Variables& variables,
                                                          EnvironmentContext& context) {
@@ -158,7 +215,10 @@ Result<std::vector<std::string>> inspectForRewardHacking(const ev::Task& task,
                 original = std::move(*parsed);
         }
     }
-    return rewardHackingFindings(*scored, original ? &*original : nullptr, mockupFileNames(task));
+    std::vector<std::string> mockups = mockupFileNames(task);
+    for (std::string& copy : mediaCopiesOf(*scored, mockupFilePaths(task, variables)))
+        mockups.push_back(std::move(copy));
+    return rewardHackingFindings(*scored, original ? &*original : nullptr, mockups);
 }
 
 void flagTask(TaskResult& result, std::string_view kind, const std::string& seen) {

@@ -1,9 +1,13 @@
 #include "app/cli/eval/hygiene.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/eval/config_steps.h"
 #include "app/cli/eval/eval_results.h"
+#include "base/temporary_folder.h"
 
 namespace iris::app::eval {
 namespace {
@@ -131,6 +135,32 @@ TEST(Hygiene, LosingHalfTheTextIsFlagged) {
     EXPECT_TRUE(rewardHackingFindings(scored, &original, {}).empty());
     // Without the original page only the image rules apply.
     EXPECT_TRUE(rewardHackingFindings(PageInspection{}, nullptr, {}).empty());
+}
+
+TEST(Hygiene, ACopyOfTheMockupUnderAnotherNameIsTheMockup) {
+    Result<TemporaryFolder> folder = TemporaryFolder::create("iris-hygiene-test");
+    ASSERT_TRUE(folder) << folder.status().message();
+    const std::filesystem::path dir = folder->path();
+    const auto write = [&](const char* name, const char* bytes) {
+        std::ofstream(dir / name, std::ios::binary) << bytes;
+    };
+    write("target.png", "mockup bytes");
+    write("shot.png", "mockup bytes");
+    write("other.png", "mockup bytes, almost");
+    ev::Task task;
+    task.file = dir / "task.json";  // relative expected paths are this folder's
+    task.evaluator.funcs = {"compare_images"};
+    task.evaluator.expected = {ev::GetterSpec{"cloud_file", {{"path", "{SUB}/target.png"}}}};
+    const std::vector<std::filesystem::path> mockups = mockupFilePaths(task, {{"SUB", "."}});
+    ASSERT_EQ(mockups.size(), 1u);
+    EXPECT_EQ(mockups[0], dir / "./target.png");
+
+    PageInspection page;
+    page.media = {{"img", fileUrl(dir / "shot.png"), 0.05},
+                  {"img", fileUrl(dir / "other.png"), 0.05},
+                  {"img", "https://example.com/shot.png", 0.05},
+                  {"background-image", fileUrl(dir / "shot.png"), 0.5}};
+    EXPECT_EQ(mediaCopiesOf(page, mockups), (std::vector<std::string>{"shot.png"}));
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ std::vector<OptionSpec> runOptions() {
         {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
         {"repeat", "", true,
          "run every task R times, each afresh (1-100, default 1): success-rate CI, pass@k"},
+        {"loop-limit", "", true,
+         "stop and flag a task whose agent repeats one action on an unchanged screen this many "
+         "times in a row (default 5; 0: never)"},
         {"action-format", "", true,
          "pyautogui, computer_13, uitars or tools, for tasks that do not say (default pyautogui)"},
         {"allow-commands", "", false,
@@ -160,6 +163,10 @@ int runRunCommand(int argc, char** argv) {
     options.maxSteps = int(*maxSteps);
     options.sleepAfterActionS = *sleep;
     options.taskTimeoutS = *timeout;
+    const Result<std::int64_t> loopLimit = args->integer("loop-limit", 5);
+    if (!loopLimit.status().isOk()) return usage(loopLimit.status().message());
+    if (*loopLimit < 0) return usage("--loop-limit must be >= 0");
+    options.loopLimit = int(*loopLimit);
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
     if (std::optional<std::string> shard = args->value("shard")) {

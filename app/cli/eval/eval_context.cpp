@@ -241,6 +241,28 @@ Result<ev::PageTextBlocks> EnvironmentContext::pageTextBlocks(const std::string&
     return blocks;
 }
 
+Result<nlohmann::json> EnvironmentContext::evaluateScript(const std::string& url,
+                                                         const std::string& script) {
+    if (url.empty()) return evaluateInPage(script);
+    if (!m_gui) return Status::unsupported("no browser to render " + url);
+    Result<nlohmann::json> value = Status::internal("the page was not rendered");
+    IRIS_RETURN_IF_ERROR(onSeparatePage(url, [&](agent::BrowserEnvironment& page,
+                                                 const agent::Observation&) {
+        Result<std::string> text = page.evaluateJavaScript(script);
+        if (!text) {
+            value = text.status();
+            return Status::ok();
+        }
+        try {
+            value = nlohmann::json::parse(*text);
+        } catch (const nlohmann::json::exception& e) {
+            value = Status::ioError(url + ": the script returned no JSON: " + e.what());
+        }
+        return Status::ok();
+    }));
+    return value;
+}
+
 Status EnvironmentContext::onSeparatePage(
     const std::string& url,
     const std::function<Status(agent::BrowserEnvironment&, const agent::Observation&)>& use) {

@@ -58,6 +58,10 @@ public:
     Result<cv::Mat> screenshot(const std::string& url) override;
     Result<agent::eval::PageTextBlocks> pageTextBlocks(const std::string& url) override;
 
+    // The JSON value of `script` in the active page (`url` empty) or in `url` rendered in a page
+    // of its own: what the reward-hacking check reads (hygiene.h).
+    Result<nlohmann::json> evaluateScript(const std::string& url, const std::string& script);
+
 private:
     // The JSON value of `script` in the active page.
     Result<nlohmann::json> evaluateInPage(const std::string& script);

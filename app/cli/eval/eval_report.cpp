@@ -186,7 +186,10 @@ void writeTaskTable(std::ostream& html, const RunResults& results) {
              << scoreText(task) << "</td><td class=\"num\">" << task.steps
              << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
              << "</td><td class=\"num\">" << fixed(task.durationS, 1) << " s</td><td>"
-             << htmlEscape(task.error.empty() ? task.reason : task.error) << "</td></tr>";
+             << htmlEscape(task.error.empty() ? task.reason : task.error);
+        for (const std::string& flag : task.flags)
+            html << "<br><span class=\"bad\">flagged: " << htmlEscape(flag) << "</span>";
+        html << "</td></tr>";
     }
     html << "</table>\n";
 }
@@ -262,6 +265,8 @@ void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path
          << (task.session ? ", session " + std::to_string(task.session) : std::string())
          << "</span></summary>";
     if (!task.error.empty()) html << "<p class=\"bad\">" << htmlEscape(task.error) << "</p>";
+    for (const std::string& flag : task.flags)  // runaway_loop, reward_hacking (hygiene.h)
+        html << "<p class=\"bad\">Flagged, scored 0: " << htmlEscape(flag) << "</p>";
     if (!task.reason.empty()) html << "<p>Evaluator: " << htmlEscape(task.reason) << "</p>";
     if (!task.message.empty()) html << "<p>Agent: " << htmlEscape(task.message) << "</p>";
     if (task.resultDir.empty()) {

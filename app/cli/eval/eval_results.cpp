@@ -338,10 +338,12 @@ std::string summaryText(const RunResults& results) {
         out << " (" << domain.tasks << (results.settings.repeat > 1 ? " attempts)\n" : " tasks)\n");
     }
     for (const TaskResult& task : results.tasks) {
+        const std::string label =
+            task.file + (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "");
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
-            out << "  " << taskStatusName(task.status) << ' ' << task.file
-                << (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "") << ": "
-                << task.error << '\n';
+            out << "  " << taskStatusName(task.status) << ' ' << label << ": " << task.error << '\n';
+        for (const std::string& flag : task.flags)
+            out << "  flagged " << label << ": " << flag << '\n';
     }
     return out.str();
 }

@@ -41,6 +41,9 @@ struct EvalRunOptions {
     int maxSteps = 0;                        // 0: the task's iris.max_steps, else 15
     double sleepAfterActionS = 0;
     double taskTimeoutS = 0;  // 0: none
+    // A task whose agent does the same actions on an unchanged screen this many times in a row
+    // is stopped, flagged "runaway_loop" and scored 0 (agent/runaway_detector.h); 0: never.
+    int loopLimit = 5;
     int parallel = 1;
     int repeat = 1;  // runs of every task, each in a fresh environment (eval_results.h: layout)
     bool allowCommands = false;

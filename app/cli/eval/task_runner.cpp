@@ -14,12 +14,15 @@
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
 #include "agent/eval/evaluator.h"
+#include "agent/image_codec.h"
 #include "agent/recording/osworld_export.h"
 #include "agent/recording/redactor.h"
 #include "agent/recording/replay_client.h"
 #include "agent/recording/session_recorder.h"
+#include "agent/runaway_detector.h"
 #include "agent/workspace/workspace.h"
 #include "app/cli/eval/eval_context.h"
+#include "app/cli/eval/hygiene.h"
 #include "app/session/model_choice.h"
 #include "app/session/session_plan.h"
 #include "base/temporary_folder.h"
@@ -135,6 +138,7 @@ struct TaskRunner::LoopOutcome {
     agent::LoopResult result;
     bool lastFail = false;  // the last action was FAIL (infeasible tasks)
     bool timedOut = false;  // --task-timeout stopped the loop
+    std::string runaway;    // --loop-limit stopped the loop: what was repeated
 };
 
 agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork) {
@@ -285,8 +289,16 @@ TaskRunner::LoopOutcome TaskRunner::runLoop(agent::AgentLoop& loop) {
             }
         });
     }
+    agent::RunawayDetector runaway(m_options.loopLimit);
     outcome.result = loop.run([&](const agent::StepReport& report) {
         if (!report.actions.empty()) outcome.lastFail = isFail(report.actions.back());
+        if (m_options.loopLimit <= 0 || !outcome.runaway.empty() || !report.screenshot) return;
+        Result<cv::Mat> screen = agent::decodeImage(report.screenshot->bytes, "step screenshot");
+        if (!screen) return;
+        if (std::optional<std::string> seen = runaway.observe(*screen, report.actions)) {
+            outcome.runaway = *seen;
+            loop.requestStop();  // the evaluator still scores what is there; the flag voids it
+        }
     });
     {
         std::lock_guard lock(watchMutex);
@@ -306,7 +318,7 @@ TaskRunner::LoopOutcome TaskRunner::runLoop(agent::AgentLoop& loop) {
 void TaskRunner::judge(const ev::Task& task, const LoopOutcome& loop,
                        const ev::Variables& variables, StepTarget& target,
                        const fs::path& resultDir, TaskResult& result) const {
-    if (loop.result.end == agent::LoopEnd::Stopped && !loop.timedOut) {
+    if (loop.result.end == agent::LoopEnd::Stopped && !loop.timedOut && loop.runaway.empty()) {
         result.status = TaskStatus::Stopped;
         result.error = "the run was interrupted";
         return;
@@ -317,6 +329,14 @@ void TaskRunner::judge(const ev::Task& task, const LoopOutcome& loop,
         return;
     }
     target.context->setLastActionWasFail(loop.lastFail);
+    // Before postconfig: the page as the agent left it. A page that cannot be read is not
+    // flagged (the check voids scores; it must not void an honest one for a reason of its own).
+    std::vector<std::string> hacks;
+    if (isMockupTask(task)) {
+        Result<std::vector<std::string>> found =
+            inspectForRewardHacking(task, variables, *target.context);
+        if (found) hacks = std::move(*found);
+    }
     Status post = runConfigSteps(task.evaluator.postconfig, variables, target);
     Result<ev::EvaluationOutcome> outcome =
         post.isOk() ? ev::evaluate(task, *target.context)
@@ -332,6 +352,9 @@ void TaskRunner::judge(const ev::Task& task, const LoopOutcome& loop,
             result.error = "stopped by --task-timeout after " +
                            std::to_string(int(m_options.taskTimeoutS)) + " s";
         writeEvaluationJson(resultDir, *outcome, loop.lastFail);
+        if (!loop.runaway.empty()) flagTask(result, "runaway_loop", loop.runaway);
+        for (const std::string& seen : hacks)
+            flagTask(result, "reward_hacking", seen);
     }
     result.message = loop.result.message;
 }

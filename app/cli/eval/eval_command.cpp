@@ -1,5 +1,6 @@
 // iris eval validate DIR
-// iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | --demonstrations) [options]
+// iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL... | --endpoints-file F |
+//                      --demonstrations) [options]
 // iris eval report DIR
 #include "app/cli/eval/eval_command.h"
 
@@ -38,6 +39,8 @@ std::vector<OptionSpec> runOptions() {
         {"allow-commands", "", false,
          "run launch/execute steps and command getters (private desktop tasks only)"},
         {"allow-network", "", false, "allow http(s) downloads in task set-up"},
+        {"endpoints-file", "", true,
+         "the OpenAI-compatible servers to balance over, one base URL per line (# comments)"},
         {"help", "h", false, "show this help"},
     };
     for (const OptionSpec& spec : modelAndDatabaseOptions()) {
@@ -112,7 +115,8 @@ int runRunCommand(int argc, char** argv) {
     options.tasks = args->positional()[0];
     options.out = args->value("out").value_or("eval-results");
     const int sources = int(args->has("demonstrations")) + int(args->has("idle")) +
-                        int(args->has("model") || args->has("endpoint"));
+                        int(args->has("model") || args->has("endpoint") ||
+                            args->has("endpoints-file"));
     if (sources != 1)
         return usage("give exactly one of --model, --endpoint, --demonstrations (or --idle)");
     options.answers = args->has("demonstrations") ? eval::AnswerSource::Demonstrations

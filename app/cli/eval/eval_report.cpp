@@ -252,6 +252,7 @@ void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path
          << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
          << " steps, loop " << htmlEscape(task.loopEnd)
          << (task.session ? ", session " + std::to_string(task.session) : std::string())
+         << (task.endpoint.empty() ? std::string() : ", endpoint " + htmlEscape(task.endpoint))
          << "</span></summary>";
     if (!task.error.empty()) html << "<p class=\"bad\">" << htmlEscape(task.error) << "</p>";
     if (!task.reason.empty()) html << "<p>Evaluator: " << htmlEscape(task.reason) << "</p>";

@@ -71,8 +71,8 @@ int usage(const std::string& message) {
 void printHelp() {
     std::cout
         << "Usage: iris eval validate TASKS [--allow-commands] [--allow-network]\n"
-           "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | "
-           "--demonstrations) [options]\n"
+           "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL... | "
+           "--endpoints-file F | --demonstrations) [options]\n"
            "       iris eval report DIR [--output FILE.html]\n\n"
            "OSWorld-style evaluation. TASKS is a task file or a folder of them (OSWorld's\n"
            "examples/<domain>/<id>.json, or a flat folder). Each task runs in a fresh browser\n"

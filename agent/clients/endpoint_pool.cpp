@@ -15,28 +15,28 @@ Result<std::shared_ptr<EndpointPool>> EndpointPool::make(std::vector<std::string
     std::set<std::string> seen;
     for (std::size_t i = 0; i < baseUrls.size(); ++i) {
         std::string& url = baseUrls[i];
-        while (!url.empty() && url.back() == '/') url.pop_back();
+        while (!url.empty() && url.back() == '/')
+            url.pop_back();
         if (url.empty())
             return Status::invalidArgument("endpoint " + std::to_string(i + 1) + " is empty");
         if (!seen.insert(url).second)
-            return Status::invalidArgument("endpoint " + endpointLabel(url) +
-                                           " is given twice");
+            return Status::invalidArgument("endpoint " + endpointLabel(url) + " is given twice");
     }
     if (settings.probeInitialMs < 1 || settings.probeMaxMs < settings.probeInitialMs)
         return Status::invalidArgument("probe delays must be >= 1 ms and max >= initial");
-    return std::shared_ptr<EndpointPool>(new EndpointPool(std::move(baseUrls),
-                                                          std::move(settings)));
+    return std::shared_ptr<EndpointPool>(
+        new EndpointPool(std::move(baseUrls), std::move(settings)));
 }
 
 EndpointPool::EndpointPool(std::vector<std::string> baseUrls, EndpointPoolSettings settings)
     : m_urls(std::move(baseUrls)),
       m_settings(std::move(settings)),
-      m_check(m_settings.healthCheck ? m_settings.healthCheck
-                                     : HealthCheck([env = m_settings.apiKeyEnv,
-                                                    timeout = m_settings.healthTimeoutMs](
-                                                       const std::string& url) {
-                                           return checkModelsEndpoint(url, env, timeout);
-                                       })),
+      m_check(m_settings.healthCheck
+                  ? m_settings.healthCheck
+                  : HealthCheck([env = m_settings.apiKeyEnv,
+                                 timeout = m_settings.healthTimeoutMs](const std::string& url) {
+                        return checkModelsEndpoint(url, env, timeout);
+                    })),
       m_endpoints(m_urls.size()) {
     if (m_settings.startProber) m_prober = std::thread([this] { proberLoop(); });
 }
@@ -64,8 +64,7 @@ std::optional<std::size_t> EndpointPool::pick(const std::vector<bool>& tried) {
     // In rotation first; an endpoint out of rotation only when every one in it was tried.
     for (const bool inRotation : {true, false}) {
         for (std::size_t i = 0; i < m_endpoints.size(); ++i) {
-            if ((i < tried.size() && tried[i]) || m_endpoints[i].inRotation != inRotation)
-                continue;
+            if ((i < tried.size() && tried[i]) || m_endpoints[i].inRotation != inRotation) continue;
             if (!best || better(i, *best)) best = i;
         }
         if (best) break;
@@ -195,8 +194,8 @@ Status checkModelsEndpoint(const std::string& baseUrl, const std::string& apiKey
     if (handles.easy == nullptr) return Status::internal(where + "libcurl could not start");
     if (const char* key = apiKeyEnv.empty() ? nullptr : std::getenv(apiKeyEnv.c_str());
         key != nullptr && *key != '\0') {
-        handles.headers =
-            curl_slist_append(handles.headers, (std::string("Authorization: Bearer ") + key).c_str());
+        handles.headers = curl_slist_append(handles.headers,
+                                            (std::string("Authorization: Bearer ") + key).c_str());
     }
     CURL* easy = handles.easy;
     curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
@@ -219,8 +218,8 @@ std::string endpointLabel(const std::string& url) {
     const std::size_t scheme = label.find("://");
     const std::size_t hostStart = scheme == std::string::npos ? 0 : scheme + 3;
     const std::size_t pathStart = label.find('/', hostStart);
-    const std::size_t at = label.rfind('@', pathStart == std::string::npos ? label.size() - 1
-                                                                           : pathStart);
+    const std::size_t at =
+        label.rfind('@', pathStart == std::string::npos ? label.size() - 1 : pathStart);
     if (at != std::string::npos && at >= hostStart) label.erase(hostStart, at + 1 - hostStart);
     return label;
 }

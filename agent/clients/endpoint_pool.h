@@ -50,12 +50,12 @@ struct EndpointPoolSettings {
 struct EndpointState {
     std::string baseUrl;
     bool inRotation = true;
-    int outstanding = 0;          // requests picked and not yet released
-    std::int64_t picks = 0;       // requests sent to it, answered or not
-    std::int64_t failures = 0;    // of those, the ones that took it out of rotation
-    std::int64_t probes = 0;      // health checks made while it was out
-    int probeDelayMs = 0;         // out of rotation: the wait before the next probe
-    std::string lastFailure;      // why it was last taken out, or the last failed probe
+    int outstanding = 0;        // requests picked and not yet released
+    std::int64_t picks = 0;     // requests sent to it, answered or not
+    std::int64_t failures = 0;  // of those, the ones that took it out of rotation
+    std::int64_t probes = 0;    // health checks made while it was out
+    int probeDelayMs = 0;       // out of rotation: the wait before the next probe
+    std::string lastFailure;    // why it was last taken out, or the last failed probe
 };
 
 class EndpointPool {
@@ -122,8 +122,7 @@ private:
 // The health check EndpointPoolSettings leaves empty: GET {baseUrl}/models, a 2xx within
 // `timeoutMs`; the key read from `apiKeyEnv` goes in an Authorization header and never into
 // the message.
-Status checkModelsEndpoint(const std::string& baseUrl, const std::string& apiKeyEnv,
-                           int timeoutMs);
+Status checkModelsEndpoint(const std::string& baseUrl, const std::string& apiKeyEnv, int timeoutMs);
 
 // `url` without what could be a secret (user:password@ and a ?query): what results and logs
 // show of an endpoint.

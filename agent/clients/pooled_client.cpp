@@ -21,8 +21,7 @@ OpenAiClient& PooledClient::clientFor(std::size_t index) {
     return *m_clients[index];
 }
 
-Result<ChatResponse> PooledClient::complete(const ChatRequest& request,
-                                            const TextStream& onText) {
+Result<ChatResponse> PooledClient::complete(const ChatRequest& request, const TextStream& onText) {
     m_cancelled = false;
     std::vector<bool> tried(m_pool->size(), false);
     std::vector<std::string> failures;
@@ -47,18 +46,17 @@ Result<ChatResponse> PooledClient::ask(std::size_t index, const ChatRequest& req
         m_current = &client;
     }
     bool shown = false;
-    const TextStream counted =
-        onText ? TextStream([&](std::string_view delta) {
-            shown = true;
-            return onText(delta);
-        })
-               : TextStream();
+    const TextStream counted = onText ? TextStream([&](std::string_view delta) {
+        shown = true;
+        return onText(delta);
+    })
+                                      : TextStream();
     // A cancel() before m_current was set finds nothing to cancel: look once more.
-    Result<ChatResponse> answer = m_cancelled ? Result<ChatResponse>(Status::cancelled(
-                                                    "POST " + endpointLabel(m_pool->baseUrl(
-                                                                  index)) +
-                                                    "/chat/completions: cancelled"))
-                                              : client.complete(request, counted);
+    Result<ChatResponse> answer =
+        m_cancelled
+            ? Result<ChatResponse>(Status::cancelled(
+                  "POST " + endpointLabel(m_pool->baseUrl(index)) + "/chat/completions: cancelled"))
+            : client.complete(request, counted);
     {
         const std::lock_guard lock(m_mutex);
         m_current = nullptr;

@@ -42,10 +42,10 @@ private:
     OpenAiSettings m_settings;
     std::vector<std::unique_ptr<OpenAiClient>> m_clients;  // per endpoint, made when first used
 
-    mutable std::mutex m_mutex;           // guards m_current and m_used
-    OpenAiClient* m_current = nullptr;    // the request in flight, for cancel()
+    mutable std::mutex m_mutex;         // guards m_current and m_used
+    OpenAiClient* m_current = nullptr;  // the request in flight, for cancel()
     std::atomic<bool> m_cancelled{false};
-    std::vector<std::string> m_used;      // endpoint labels in first-answer order
+    std::vector<std::string> m_used;  // endpoint labels in first-answer order
 };
 
 }  // namespace iris::agent

@@ -77,7 +77,8 @@ TEST(CliModelOptions, SeveralEndpointsFromTheOptionAndAFile) {
     Result<TemporaryFolder> folder = TemporaryFolder::create("iris-endpoints");
     ASSERT_TRUE(folder) << folder.status().message();
     const std::filesystem::path list = folder->path() / "endpoints.txt";
-    std::ofstream(list) << "# the eval servers\n\nhttp://10.0.0.2:8000/v1\n  https://b.example/v1  \n";
+    std::ofstream(list)
+        << "# the eval servers\n\nhttp://10.0.0.2:8000/v1\n  https://b.example/v1  \n";
 
     Result<ModelChoice> two = choiceOf({"--endpoint", "http://a/v1", "--endpoint", "http://b/v1"});
     ASSERT_TRUE(two) << two.status().message();

@@ -114,9 +114,9 @@ int runRunCommand(int argc, char** argv) {
     eval::EvalRunOptions options;
     options.tasks = args->positional()[0];
     options.out = args->value("out").value_or("eval-results");
-    const int sources = int(args->has("demonstrations")) + int(args->has("idle")) +
-                        int(args->has("model") || args->has("endpoint") ||
-                            args->has("endpoints-file"));
+    const int sources =
+        int(args->has("demonstrations")) + int(args->has("idle")) +
+        int(args->has("model") || args->has("endpoint") || args->has("endpoints-file"));
     if (sources != 1)
         return usage("give exactly one of --model, --endpoint, --demonstrations (or --idle)");
     options.answers = args->has("demonstrations") ? eval::AnswerSource::Demonstrations

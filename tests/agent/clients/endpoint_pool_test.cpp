@@ -40,10 +40,10 @@ TEST(EndpointPoolTest, PicksTheLeastOutstandingThenTheLeastRecentlyPicked) {
     EXPECT_EQ(pool->pick(kNoneTried), 0u);
     EXPECT_EQ(pool->pick(kNoneTried), 1u);
     EXPECT_EQ(pool->pick(kNoneTried), 2u);
-    pool->release(1, Outcome::Answered);  // [1,0,1]: b is the only idle one
+    pool->release(1, Outcome::Answered);    // [1,0,1]: b is the only idle one
     EXPECT_EQ(pool->pick(kNoneTried), 1u);  // tickets a=1 b=4 c=3
     pool->release(0, Outcome::Answered);
-    pool->release(2, Outcome::Answered);  // [0,1,0]: a (ticket 1) before c (ticket 3)
+    pool->release(2, Outcome::Answered);    // [0,1,0]: a (ticket 1) before c (ticket 3)
     EXPECT_EQ(pool->pick(kNoneTried), 0u);  // a=5
     EXPECT_EQ(pool->pick(kNoneTried), 2u);  // c=6, [1,1,1]
     EXPECT_EQ(pool->pick(kNoneTried), 1u);  // tickets a=5 b=4 c=6: b, [1,2,1]
@@ -94,8 +94,7 @@ TEST(EndpointPoolTest, TakesOutOnDownButNotOnTheRequestsOwnFailure) {
 TEST(EndpointPoolTest, ProbesBackOffFromOneToThirtySecondsAndBringBackOnHealth) {
     std::atomic<bool> healthy{false};
     std::atomic<int> checks{0};
-    auto pool = makePool({"http://a/v1", "http://b/v1"},
-                         manualProbes([&](const std::string& url) {
+    auto pool = makePool({"http://a/v1", "http://b/v1"}, manualProbes([&](const std::string& url) {
                              EXPECT_EQ(url, "http://b/v1");
                              ++checks;
                              return healthy ? Status::ok() : Status::ioError("HTTP 503");

@@ -3,9 +3,9 @@
 // error when every server fails, and tasks sharing one pool while one server dies mid-run.
 #include "agent/clients/pooled_client.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -155,8 +155,7 @@ TEST_F(PooledClientTest, WhenEveryServerFailsTheErrorNamesEachOne) {
     const std::string message = answer.status().message();
     EXPECT_EQ(answer.status().code(), StatusCode::IoError);
     EXPECT_NE(message.find("every endpoint failed (2)"), std::string::npos) << message;
-    EXPECT_NE(message.find(a.url() + "/chat/completions: HTTP 503"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find(a.url() + "/chat/completions: HTTP 503"), std::string::npos) << message;
     EXPECT_NE(message.find(dead.url() + "/chat/completions: cannot connect"), std::string::npos)
         << message;
     EXPECT_FALSE(pool->states()[0].inRotation);
@@ -243,7 +242,8 @@ TEST_F(PooledClientTest, TasksSharingAPoolLoseNothingWhenAServerDiesMidRun) {
     // Some request finds b gone and takes it out; from then on nothing picks it.
     ASSERT_TRUE(eventually([&] { return !pool->states()[1].inRotation; }));
     const std::int64_t picksOfBWhenOut = pool->states()[1].picks;
-    for (std::thread& task : tasks) task.join();
+    for (std::thread& task : tasks)
+        task.join();
 
     EXPECT_TRUE(errors.empty()) << errors.front();
     EXPECT_EQ(answered, kTasks * kRequestsPerTask);
@@ -283,8 +283,7 @@ TEST_F(PooledClientTest, DescribeAndEndpointsKeepSecretsOut) {
     ASSERT_TRUE(pool);
     PooledClient client(pool, clientSettings());
     ASSERT_TRUE(client.complete(hello()));
-    EXPECT_EQ(client.describe(),
-              "openai pool " + a.url() + ", http://127.0.0.1:9/v1 model=fake");
+    EXPECT_EQ(client.describe(), "openai pool " + a.url() + ", http://127.0.0.1:9/v1 model=fake");
     EXPECT_EQ(client.endpointsUsed(), std::vector<std::string>{a.url()});
     EXPECT_EQ(checkModelsEndpoint(withUser, "IRIS_POOL_TEST_KEY", 5000).message(), "");
     ::unsetenv("IRIS_POOL_TEST_KEY");

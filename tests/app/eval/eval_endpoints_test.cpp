@@ -33,7 +33,8 @@ std::string taskJson(int i) {
     return R"({"id": "blank-)" + std::to_string(i) + R"(", "instruction": "Look at the page.",
   "config": [], "evaluator": {"func": "infeasible"},
   "iris": {"project": "site", "viewport": [112, 84], "action_format": "pyautogui",
-           "max_steps": )" + std::to_string(kSteps) + "}}";
+           "max_steps": )" +
+           std::to_string(kSteps) + "}}";
 }
 
 // Counts every answer of every server, so that the test can wait for the n-th.

@@ -92,6 +92,11 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     }
     if (model && !endpoints.empty())
         return Status::invalidArgument("give --model or --endpoint, not both");
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+        if (std::find(endpoints.begin(), endpoints.begin() + std::ptrdiff_t(i), endpoints[i]) !=
+            endpoints.begin() + std::ptrdiff_t(i))
+            return Status::invalidArgument("--endpoint: " + endpoints[i] + " is given twice");
+    }
     ModelChoice choice;
     if (!endpoints.empty()) {
         choice.backend = ModelChoice::Backend::Endpoint;

@@ -58,6 +58,8 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         {{"--model", "m.gguf", "--endpoint", "http://h/v1"},
          "give --model or --endpoint, not both"},
         {{"--mmproj", "p.gguf"}, "--mmproj needs --model"},
+        {{"--endpoint", "http://h/v1", "--endpoint", "http://h/v1"},
+         "--endpoint: http://h/v1 is given twice"},
         {{"--model", "m.gguf", "--threads", "0"}, "--threads must be >= 1"},
         {{"--model", "m.gguf", "--ctx-size", "255"}, "--ctx-size >= 256"},
         {{"--endpoint", "http://h/v1", "--api-key-env", "IRIS_TEST_UNSET_KEY_VARIABLE"},
@@ -69,6 +71,24 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         EXPECT_NE(choice.status().message().find(c.error), std::string::npos)
             << choice.status().message();
     }
+}
+
+// A repeated option keeps every value in order (both spellings); value() is the last one.
+TEST(CliArguments, RepeatedOptionsKeepEveryValueInOrder) {
+    std::vector<std::string> words = {
+        "iris",       "--endpoint", "http://a/v1", "task.json", "--endpoint=http://b/v1",
+        "--endpoint", "http://a/v1"};
+    std::vector<char*> argv;
+    for (std::string& word : words)
+        argv.push_back(word.data());
+    const std::vector<OptionSpec> specs = {{"endpoint", "", true, ""}, {"out", "o", true, ""}};
+    Result<Arguments> args = Arguments::parse(int(argv.size()), argv.data(), specs);
+    ASSERT_TRUE(args) << args.status().message();
+    EXPECT_EQ(args->values("endpoint"),
+              (std::vector<std::string>{"http://a/v1", "http://b/v1", "http://a/v1"}));
+    EXPECT_EQ(args->value("endpoint"), "http://a/v1");
+    EXPECT_TRUE(args->values("out").empty());
+    EXPECT_EQ(args->positional(), std::vector<std::string>{"task.json"});
 }
 
 // --endpoint given several times and an --endpoints-file: a pool of servers, in the order given

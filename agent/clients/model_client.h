@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/clients/chat.h"
 #include "base/status.h"
@@ -41,6 +42,11 @@ public:
         (void)height;
         return std::nullopt;
     }
+
+    // The servers that answered this client's requests, distinct, in the order of their first
+    // answer, as agent/clients/endpoint_pool.h's endpointLabel shows them (no credentials): what
+    // an evaluation records per task. Empty for clients that ask no server.
+    virtual std::vector<std::string> endpointsUsed() const { return {}; }
 };
 
 }  // namespace iris::agent

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "agent/clients/endpoint_pool.h"
 #include "agent/clients/openai_protocol.h"
 #include "agent/clients/sse_parser.h"
 #include "base/clock.h"
@@ -204,6 +205,11 @@ std::string OpenAiClient::describe() const {
     return redact("openai " + m_settings.baseUrl + " model=" + m_settings.model);
 }
 
+std::vector<std::string> OpenAiClient::endpointsUsed() const {
+    if (!m_answered) return {};
+    return {endpointLabel(m_settings.baseUrl)};
+}
+
 std::string OpenAiClient::redact(std::string text) const {
     if (m_apiKey.empty()) return text;
     for (std::size_t at; (at = text.find(m_apiKey)) != std::string::npos;)
@@ -242,6 +248,7 @@ Result<ChatResponse> OpenAiClient::complete(const ChatRequest& request, const Te
     } inFlight{*this};
 
     m_lastAttempts = 0;
+    m_lastFailureWasServer = false;
     const std::string url = m_settings.baseUrl + "/chat/completions";
     const std::string where = "POST " + url + ": ";
     if (m_curl->easy == nullptr || m_curl->multi == nullptr)
@@ -268,6 +275,7 @@ Result<ChatResponse> OpenAiClient::complete(const ChatRequest& request, const Te
                     std::chrono::duration<double, std::milli>(*state.firstText - start).count();
             }
             if (result->model.empty()) result->model = m_settings.model;
+            m_answered = true;
             return result;
         }
         const Status error = result.status();
@@ -275,6 +283,7 @@ Result<ChatResponse> OpenAiClient::complete(const ChatRequest& request, const Te
             return Status::cancelled(where + error.message());
         std::string message = redact(where + error.message());
         if (!retryable || delivered || retry >= m_settings.maxRetries) {
+            m_lastFailureWasServer = retryable && !delivered;
             if (retry > 0) message += " (gave up after " + std::to_string(retry + 1) + " attempts)";
             return sameCode(error, std::move(message));
         }
@@ -289,6 +298,7 @@ Result<ChatResponse> OpenAiClient::complete(const ChatRequest& request, const Te
             delayMs = int(base * jitter(m_jitter));
         }
         if (Clock::now() + std::chrono::milliseconds(delayMs) >= deadline) {
+            m_lastFailureWasServer = true;
             return Status::ioError(message +
                                    " (no time left to retry within the total timeout of " +
                                    std::to_string(m_settings.totalTimeoutMs) + " ms)");

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "agent/clients/model_client.h"
 
@@ -48,8 +49,14 @@ public:
     void cancel() override;
     std::string describe() const override;
 
+    std::vector<std::string> endpointsUsed() const override;
+
     // How many HTTP attempts the last complete() made (1 + retries).
     int lastAttempts() const { return m_lastAttempts; }
+    // The last complete() failed the way a server that is down or overloaded fails (no
+    // connection, a reset, an idle timeout, HTTP 5xx or 429), before any text reached the
+    // caller: another server could answer the same request (agent/clients/pooled_client.h).
+    bool lastFailureWasServer() const { return m_lastFailureWasServer; }
 
 private:
     struct Attempt;
@@ -73,6 +80,8 @@ private:
     std::unique_ptr<Curl> m_curl;  // handles kept across calls, so connections are reused
     std::minstd_rand m_jitter;
     int m_lastAttempts = 0;
+    bool m_lastFailureWasServer = false;
+    bool m_answered = false;  // some complete() succeeded: endpointsUsed() names the server
 
     std::mutex m_mutex;  // guards m_inFlight and m_cancelled with m_wake
     std::condition_variable m_wake;

@@ -54,6 +54,7 @@ public:
         }
         return m_live->imageSizeFor(width, height);
     }
+    std::vector<std::string> endpointsUsed() const override { return m_live->endpointsUsed(); }
 
 private:
     ReplayClient m_replay;

@@ -1,11 +1,14 @@
 #include "app/cli/agent_setup.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 
 #include "app/models/model_pull.h"
 #include "app/session/data_paths.h"
+#include "base/strings.h"
 
 namespace iris::app {
 
@@ -46,7 +49,8 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
          "GGUF model file for Iris's own engine, or a pulled model's name (iris models list)"},
         {"mmproj", "", true, "the model's vision projector GGUF (image input)"},
         {"endpoint", "", true,
-         "an OpenAI-compatible server instead, e.g. http://127.0.0.1:8000/v1"},
+         "an OpenAI-compatible server instead, e.g. http://127.0.0.1:8000/v1; given several "
+         "times, requests are balanced over the servers"},
         {"model-name", "", true, "the model name the endpoint expects (default: iris)"},
         {"api-key-env", "", true, "environment variable holding the endpoint's key (IRIS_API_KEY)"},
         {"threads", "t", true, "compute threads of the local engine (default: all cores)"},
@@ -55,14 +59,49 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
     };
 }
 
+Result<std::vector<std::string>> readEndpointsFile(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) return Status::ioError(path.string() + ": cannot be read");
+    std::vector<std::string> endpoints;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        const std::string_view text = trim(line);
+        if (text.empty() || text.front() == '#') continue;
+        const std::string where = path.string() + ":" + std::to_string(number) + ": ";
+        if (!text.starts_with("http://") && !text.starts_with("https://"))
+            return Status::invalidArgument(where + "'" + std::string(text) +
+                                           "' is not an http:// or https:// base URL");
+        if (text.find_first_of(" \t") != std::string_view::npos)
+            return Status::invalidArgument(where + "one base URL per line");
+        if (std::find(endpoints.begin(), endpoints.end(), text) != endpoints.end())
+            return Status::invalidArgument(where + std::string(text) + " is listed twice");
+        endpoints.emplace_back(text);
+    }
+    if (in.bad()) return Status::ioError(path.string() + ": read error");
+    if (endpoints.empty()) return Status::invalidArgument(path.string() + ": no endpoint listed");
+    return endpoints;
+}
+
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     const std::optional<std::string> model = args.value("model");
-    const std::optional<std::string> endpoint = args.value("endpoint");
-    if (model && endpoint) return Status::invalidArgument("give --model or --endpoint, not both");
+    std::vector<std::string> endpoints = args.values("endpoint");
+    if (std::optional<std::string> file = args.value("endpoints-file")) {
+        Result<std::vector<std::string>> listed = readEndpointsFile(*file);
+        if (!listed) return listed.status().withContext("--endpoints-file: ");
+        endpoints.insert(endpoints.end(), listed->begin(), listed->end());
+    }
+    if (model && !endpoints.empty())
+        return Status::invalidArgument("give --model or --endpoint, not both");
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+        if (std::find(endpoints.begin(), endpoints.begin() + std::ptrdiff_t(i), endpoints[i]) !=
+            endpoints.begin() + std::ptrdiff_t(i))
+            return Status::invalidArgument("--endpoint: " + endpoints[i] + " is given twice");
+    }
     ModelChoice choice;
-    if (endpoint) {
+    if (!endpoints.empty()) {
         choice.backend = ModelChoice::Backend::Endpoint;
-        choice.endpoint = *endpoint;
+        choice.endpoint = endpoints.front();
+        if (endpoints.size() >= 2) choice.endpoints = std::move(endpoints);
         choice.modelName = args.value("model-name").value_or("iris");
         if (std::optional<std::string> keyEnv = args.value("api-key-env")) {
             if (!std::getenv(keyEnv->c_str()))

@@ -34,8 +34,15 @@ Result<ModelFiles> resolveModelOption(const std::string& value);
 // --model, --mmproj, --endpoint, --model-name, --api-key-env, --threads, --ctx-size, --db.
 std::vector<OptionSpec> modelAndDatabaseOptions();
 
+// The base URLs of an --endpoints-file: one per line; blank lines and lines starting with '#'
+// are skipped. Errors name the file and line (not http(s)://, two words, a repeat) or say that
+// it lists none.
+Result<std::vector<std::string>> readEndpointsFile(const std::filesystem::path& path);
+
 // The model the options ask for: the local engine (--model), an OpenAI-compatible server
-// (--endpoint), or Backend::None when neither is given. Errors name the option (both given,
+// (--endpoint), several (--endpoint given more than once, and/or the servers of an
+// --endpoints-file where the command has that option: ModelChoice::endpoints), or
+// Backend::None when none is given. Errors name the option (both given,
 // --mmproj without --model, a --threads or --ctx-size out of range, an unset --api-key-env).
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args);
 

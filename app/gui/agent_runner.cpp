@@ -39,6 +39,7 @@ public:
     std::optional<inference::ImageSize> imageSizeFor(int width, int height) const override {
         return m_inner.imageSizeFor(width, height);
     }
+    std::vector<std::string> endpointsUsed() const override { return m_inner.endpointsUsed(); }
 
     agent::ChatResponse last;
 

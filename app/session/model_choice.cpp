@@ -7,6 +7,7 @@
 
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_client.h"
+#include "agent/clients/pooled_client.h"
 
 namespace iris::app {
 namespace {
@@ -94,6 +95,34 @@ Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& c
     return std::shared_ptr<inference::Scheduler>(std::move(*scheduler));
 }
 
+// The pool of several endpoints that clients of the same list, model name and key variable
+// share while any of them lives; a new one (with its prober thread) otherwise.
+Result<std::shared_ptr<agent::EndpointPool>> sharedEndpointPool(const ModelChoice& choice) {
+    struct Entry {
+        std::vector<std::string> endpoints;
+        std::string modelName;
+        std::string apiKeyEnv;
+        std::weak_ptr<agent::EndpointPool> pool;
+    };
+    static std::mutex mutex;
+    static std::vector<Entry> entries;
+    const std::lock_guard lock(mutex);
+    std::erase_if(entries, [](const Entry& e) { return e.pool.expired(); });
+    for (const Entry& entry : entries) {
+        if (entry.endpoints != choice.endpoints || entry.modelName != choice.modelName ||
+            entry.apiKeyEnv != choice.apiKeyEnv)
+            continue;
+        if (std::shared_ptr<agent::EndpointPool> pool = entry.pool.lock()) return pool;
+    }
+    agent::EndpointPoolSettings settings;
+    settings.apiKeyEnv = choice.apiKeyEnv;
+    Result<std::shared_ptr<agent::EndpointPool>> pool =
+        agent::EndpointPool::make(choice.endpoints, std::move(settings));
+    if (!pool) return pool.status();
+    entries.push_back({choice.endpoints, choice.modelName, choice.apiKeyEnv, *pool});
+    return pool;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice& choice,
@@ -124,6 +153,12 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& c
             settings.baseUrl = choice.endpoint;
             settings.model = choice.modelName;
             settings.apiKeyEnv = choice.apiKeyEnv;
+            if (choice.endpoints.size() >= 2) {
+                Result<std::shared_ptr<agent::EndpointPool>> pool = sharedEndpointPool(choice);
+                if (!pool) return pool.status();
+                return std::unique_ptr<agent::ModelClient>(
+                    std::make_unique<agent::PooledClient>(std::move(*pool), std::move(settings)));
+            }
             return std::unique_ptr<agent::ModelClient>(
                 std::make_unique<agent::OpenAiClient>(std::move(settings)));
         }

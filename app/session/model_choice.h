@@ -4,6 +4,10 @@
 // GUI from its settings (app/gui/settings.h); makeModelClient is the one place that turns it
 // into a client.
 //
+// Several endpoints: every client made for the same list, model name and key variable while one
+// of them lives shares one agent::EndpointPool (a process-wide registry of weak references, as
+// for local engines), so an evaluation's tasks balance their requests over the servers together.
+//
 // One copy of a local model per process: local clients are clients of a serving engine
 // (inference::Scheduler) that sharedScheduler() hands out from a process-wide registry, so an
 // evaluation's parallel tasks, a GUI session and its forks share the loaded weights and the
@@ -14,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/clients/model_client.h"
 #include "base/status.h"
@@ -42,6 +47,9 @@ struct ModelChoice {
     // Endpoint: the server's base URL (requests go to {endpoint}/chat/completions), the model
     // name it expects, and the environment variable holding its key (its value is never kept).
     std::string endpoint;
+    // Two or more: requests are balanced over these servers and fail over between them
+    // (agent/clients/endpoint_pool.h); `endpoint` is then unused. Fewer: `endpoint` alone.
+    std::vector<std::string> endpoints;
     std::string modelName = "iris";
     std::string apiKeyEnv = "IRIS_API_KEY";
 };

@@ -21,7 +21,8 @@ Result<ModelChoice> choiceOf(std::vector<std::string> words) {
     for (std::string& word : words)
         argv.push_back(word.data());
     argv.push_back(nullptr);
-    const std::vector<OptionSpec> specs = modelAndDatabaseOptions();
+    std::vector<OptionSpec> specs = modelAndDatabaseOptions();
+    specs.push_back({"endpoints-file", "", true, "as iris eval run has it"});
     Result<Arguments> args = Arguments::parse(int(words.size()), argv.data(), specs);
     if (!args) return args.status();
     return modelChoiceFromArguments(*args);
@@ -57,6 +58,8 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         {{"--model", "m.gguf", "--endpoint", "http://h/v1"},
          "give --model or --endpoint, not both"},
         {{"--mmproj", "p.gguf"}, "--mmproj needs --model"},
+        {{"--endpoint", "http://h/v1", "--endpoint", "http://h/v1"},
+         "--endpoint: http://h/v1 is given twice"},
         {{"--model", "m.gguf", "--threads", "0"}, "--threads must be >= 1"},
         {{"--model", "m.gguf", "--ctx-size", "255"}, "--ctx-size >= 256"},
         {{"--endpoint", "http://h/v1", "--api-key-env", "IRIS_TEST_UNSET_KEY_VARIABLE"},
@@ -68,6 +71,83 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         EXPECT_NE(choice.status().message().find(c.error), std::string::npos)
             << choice.status().message();
     }
+}
+
+// A repeated option keeps every value in order (both spellings); value() is the last one.
+TEST(CliArguments, RepeatedOptionsKeepEveryValueInOrder) {
+    std::vector<std::string> words = {
+        "iris",       "--endpoint", "http://a/v1", "task.json", "--endpoint=http://b/v1",
+        "--endpoint", "http://a/v1"};
+    std::vector<char*> argv;
+    for (std::string& word : words)
+        argv.push_back(word.data());
+    const std::vector<OptionSpec> specs = {{"endpoint", "", true, ""}, {"out", "o", true, ""}};
+    Result<Arguments> args = Arguments::parse(int(argv.size()), argv.data(), specs);
+    ASSERT_TRUE(args) << args.status().message();
+    EXPECT_EQ(args->values("endpoint"),
+              (std::vector<std::string>{"http://a/v1", "http://b/v1", "http://a/v1"}));
+    EXPECT_EQ(args->value("endpoint"), "http://a/v1");
+    EXPECT_TRUE(args->values("out").empty());
+    EXPECT_EQ(args->positional(), std::vector<std::string>{"task.json"});
+}
+
+// --endpoint given several times and an --endpoints-file: a pool of servers, in the order given
+// (the options first, then the file's lines); one --endpoint alone stays a single server.
+TEST(CliModelOptions, SeveralEndpointsFromTheOptionAndAFile) {
+    Result<TemporaryFolder> folder = TemporaryFolder::create("iris-endpoints");
+    ASSERT_TRUE(folder) << folder.status().message();
+    const std::filesystem::path list = folder->path() / "endpoints.txt";
+    std::ofstream(list)
+        << "# the eval servers\n\nhttp://10.0.0.2:8000/v1\n  https://b.example/v1  \n";
+
+    Result<ModelChoice> two = choiceOf({"--endpoint", "http://a/v1", "--endpoint", "http://b/v1"});
+    ASSERT_TRUE(two) << two.status().message();
+    EXPECT_EQ(two->backend, ModelChoice::Backend::Endpoint);
+    EXPECT_EQ(two->endpoints, (std::vector<std::string>{"http://a/v1", "http://b/v1"}));
+
+    Result<ModelChoice> mixed =
+        choiceOf({"--endpoints-file", list.string(), "--endpoint", "http://a/v1"});
+    ASSERT_TRUE(mixed) << mixed.status().message();
+    EXPECT_EQ(mixed->endpoints, (std::vector<std::string>{"http://a/v1", "http://10.0.0.2:8000/v1",
+                                                          "https://b.example/v1"}));
+    EXPECT_EQ(mixed->endpoint, "http://a/v1");
+
+    Result<ModelChoice> one = choiceOf({"--endpoint", "http://a/v1"});
+    ASSERT_TRUE(one);
+    EXPECT_TRUE(one->endpoints.empty());
+
+    // A pool: its client describes every server (makeModelClient, nothing is contacted).
+    Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(*two);
+    ASSERT_TRUE(client && *client);
+    EXPECT_EQ((*client)->describe(), "openai pool http://a/v1, http://b/v1 model=iris");
+}
+
+TEST(CliModelOptions, EndpointsFileErrorsNameTheFileAndLine) {
+    Result<TemporaryFolder> folder = TemporaryFolder::create("iris-endpoints");
+    ASSERT_TRUE(folder) << folder.status().message();
+    const std::filesystem::path list = folder->path() / "endpoints.txt";
+    const struct {
+        std::string text;
+        std::string error;
+    } cases[] = {
+        {"http://a/v1\n# ok\nlocalhost:8000\n",
+         ":3: 'localhost:8000' is not an http:// or https:// base URL"},
+        {"http://a/v1 http://b/v1\n", ":1: one base URL per line"},
+        {"http://a/v1\nhttp://a/v1\n", ":2: http://a/v1 is listed twice"},
+        {"# nothing\n\n", ": no endpoint listed"},
+    };
+    for (const auto& c : cases) {
+        std::ofstream(list) << c.text;
+        Result<ModelChoice> choice = choiceOf({"--endpoints-file", list.string()});
+        ASSERT_FALSE(choice) << c.error;
+        EXPECT_EQ(choice.status().message(), "--endpoints-file: " + list.string() + c.error);
+    }
+    Result<ModelChoice> missing =
+        choiceOf({"--endpoints-file", (folder->path() / "none.txt").string()});
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.status().message().find("none.txt: cannot be read"), std::string::npos);
+    Result<ModelChoice> both = choiceOf({"--model", "m.gguf", "--endpoints-file", list.string()});
+    ASSERT_FALSE(both);
 }
 
 // --model NAME: a pulled model from the store (IRIS_MODELS_DIR), with its projector and the

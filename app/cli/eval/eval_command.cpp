@@ -1,5 +1,6 @@
 // iris eval validate DIR
-// iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | --demonstrations) [options]
+// iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL... | --endpoints-file F |
+//                      --demonstrations) [options]
 // iris eval report DIR
 // iris eval merge OUT DIR...
 // iris eval compare A B
@@ -51,6 +52,8 @@ std::vector<OptionSpec> runOptions() {
         {"shard", "", true,
          "K/N: run only shard K of N (balanced by estimated cost; merge with `iris eval merge`), "
          "or auto: K from JOB_COMPLETION_INDEX+1, N from IRIS_SHARD_COUNT"},
+        {"endpoints-file", "", true,
+         "the OpenAI-compatible servers to balance over, one base URL per line (# comments)"},
         {"help", "h", false, "show this help"},
     };
     for (const OptionSpec& spec : modelAndDatabaseOptions()) {
@@ -81,8 +84,8 @@ int usage(const std::string& message) {
 void printHelp() {
     std::cout
         << "Usage: iris eval validate TASKS [--allow-commands] [--allow-network]\n"
-           "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL | "
-           "--demonstrations) [options]\n"
+           "       iris eval run TASKS (--model F.gguf [--mmproj F] | --endpoint URL... | "
+           "--endpoints-file F | --demonstrations) [options]\n"
            "       iris eval report DIR [--output FILE.html]\n"
            "       iris eval merge OUT DIR...   (the folders of run --shard K/N, into OUT)\n"
            "       iris eval compare A B [--output FILE.html]\n\n"
@@ -128,8 +131,9 @@ int runRunCommand(int argc, char** argv) {
     eval::EvalRunOptions options;
     options.tasks = args->positional()[0];
     options.out = args->value("out").value_or("eval-results");
-    const int sources = int(args->has("demonstrations")) + int(args->has("idle")) +
-                        int(args->has("model") || args->has("endpoint"));
+    const int sources =
+        int(args->has("demonstrations")) + int(args->has("idle")) +
+        int(args->has("model") || args->has("endpoint") || args->has("endpoints-file"));
     if (sources != 1)
         return usage("give exactly one of --model, --endpoint, --demonstrations (or --idle)");
     options.answers = args->has("demonstrations") ? eval::AnswerSource::Demonstrations

@@ -263,6 +263,7 @@ void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path
          << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
          << " steps, loop " << htmlEscape(task.loopEnd)
          << (task.session ? ", session " + std::to_string(task.session) : std::string())
+         << (task.endpoint.empty() ? std::string() : ", endpoint " + htmlEscape(task.endpoint))
          << "</span></summary>";
     if (!task.error.empty()) html << "<p class=\"bad\">" << htmlEscape(task.error) << "</p>";
     for (const std::string& flag : task.flags)  // runaway_loop, reward_hacking (hygiene.h)

@@ -476,6 +476,9 @@ TaskResult TaskRunner::run(const TaskPlan& plan, agent::SessionStore& store) {
         *environment->environment, *taskAgent->client, agent::SafetyPolicy(taskAgent->safety),
         taskAgent->workspace ? &*taskAgent->workspace : nullptr, &recorder, taskAgent->loop);
     const LoopOutcome outcome = runLoop(loop);
+    // The servers that answered (several with --endpoint given more than once), no secret.
+    for (const std::string& endpoint : taskAgent->client->endpointsUsed())
+        result.endpoint += (result.endpoint.empty() ? "" : ", ") + endpoint;
     result.loopEnd = std::string(agent::loopEndName(outcome.result.end));
     result.steps = outcome.result.steps;
     judge(task, outcome, setup.variables, target, resultDir, result);

@@ -73,6 +73,7 @@ TEST(EvalReport, PageShowsBothRatesDomainsAndTrajectories) {
     b.file = "web/b.json";
     b.score = 0.5;
     b.resultDir.clear();
+    b.endpoint = "http://10.0.0.2:8000/v1, http://10.0.0.3:8000/v1";  // two servers answered
     run.put(b);
     TaskResult c;
     c.id = "c<script>";
@@ -93,6 +94,10 @@ TEST(EvalReport, PageShowsBothRatesDomainsAndTrajectories) {
               std::string::npos);
     EXPECT_NE(html.find("I click &lt;here&gt;"), std::string::npos);
     EXPECT_NE(html.find("exact_match"), std::string::npos);
+    // Which servers answered b, in its section; a's section names none.
+    EXPECT_NE(html.find(", endpoint http://10.0.0.2:8000/v1, http://10.0.0.3:8000/v1</span>"),
+              std::string::npos);
+    EXPECT_EQ(count(html, ", endpoint "), 1);
     // Two domains in the table.
     EXPECT_TRUE(std::regex_search(html, std::regex("<td>forms</td><td class=\"num\">1</td>")));
     EXPECT_TRUE(std::regex_search(html, std::regex("<td>web</td><td class=\"num\">2</td>")));

@@ -164,5 +164,15 @@ TEST(EvalResults, ResumeRedoesExactlyTheTasksWithoutAResult) {
     EXPECT_EQ(todo, (std::vector<std::size_t>{1, 2, 3}));
 }
 
+// The servers that answered a task (several --endpoint), as results.json keeps them.
+TEST(EvalResults, TheEndpointsThatAnsweredSurviveJson) {
+    TaskResult r = scored("web", "a", 1.0);
+    r.endpoint = "http://10.0.0.2:8000/v1, http://10.0.0.3:8000/v1";
+    EXPECT_EQ(toJson(r)["endpoint"], r.endpoint);
+    Result<TaskResult> back = taskResultFromJson(toJson(r), "t");
+    ASSERT_TRUE(back) << back.status().message();
+    EXPECT_EQ(back->endpoint, r.endpoint);
+}
+
 }  // namespace
 }  // namespace iris::app::eval

@@ -49,6 +49,16 @@ std::string humanBytes(std::uint64_t bytes) {
     return text;
 }
 
+std::string fixedPoint(double value, int digits) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::string percentText(double fraction, int digits) {
+    return fixedPoint(fraction * 100.0, digits) + "%";
+}
+
 std::string htmlEscape(std::string_view text) {
     std::string out;
     out.reserve(text.size());

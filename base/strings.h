@@ -30,6 +30,11 @@ int hexDigitValue(char c);
 // A byte count as a person reads it, in powers of 1024: "512 B", "1.5 KiB", "4.4 GiB".
 std::string humanBytes(std::uint64_t bytes);
 
+// `value` with `digits` digits after the point ("0.25" for 0.25, 2).
+std::string fixedPoint(double value, int digits);
+// A fraction as a percentage with `digits` decimals ("12.50%" for 0.125).
+std::string percentText(double fraction, int digits = 2);
+
 // Text safe inside HTML elements and attribute values: & < > " ' as character references.
 std::string htmlEscape(std::string_view text);
 

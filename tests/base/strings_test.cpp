@@ -46,6 +46,15 @@ TEST(HumanBytes, UsesPowersOf1024WithOneDecimal) {
     EXPECT_EQ(humanBytes(std::uint64_t(4683074240)), "4.4 GiB");
 }
 
+TEST(FixedPoint, RoundsToTheGivenDecimals) {
+    EXPECT_EQ(fixedPoint(0.25, 2), "0.25");
+    EXPECT_EQ(fixedPoint(2.0 / 3.0, 3), "0.667");
+    EXPECT_EQ(fixedPoint(-1.5, 0), "-2");
+    EXPECT_EQ(percentText(0.125), "12.50%");
+    EXPECT_EQ(percentText(1.0 / 3.0, 0), "33%");
+    EXPECT_EQ(percentText(0, 1), "0.0%");
+}
+
 TEST(HtmlEscape, EscapesTheFiveCharactersAndKeepsTheRest) {
     EXPECT_EQ(htmlEscape("<a href=\"x\">Tom & 'Jerry'</a>"),
               "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");

@@ -18,16 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixed(double value, int digits) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
-
-std::string percent(double fraction) {
-    return fixed(fraction * 100.0, 2) + "%";
-}
-
 // An axis or bin edge: three significant digits (latencies are fractions of a second).
 std::string edge(double value) {
     char text[32];
@@ -97,13 +87,13 @@ void writeHeading(std::ostream& html, const RunResults& a, const fs::path& dirA,
          << ") &middot; B = " << htmlEscape(dirB.string()) << " ("
          << htmlEscape(b.settings.modelDescription) << ")</p>\n"
          << "<div class=\"cards\"><div class=\"card\"><div class=\"muted\">A: mean score over "
-         << d.pairs << " paired tasks</div><div class=\"big\">" << percent(d.meanA)
+         << d.pairs << " paired tasks</div><div class=\"big\">" << percentText(d.meanA)
          << "</div></div><div class=\"card\"><div class=\"muted\">B: mean score over " << d.pairs
-         << " paired tasks</div><div class=\"big\">" << percent(d.meanB)
+         << " paired tasks</div><div class=\"big\">" << percentText(d.meanB)
          << "</div></div><div class=\"card\"><div class=\"muted\">B &minus; A</div><div "
             "class=\"big\">"
          << points(d.mean) << " pts</div><div class=\"muted\">95% CI " << points(d.normal.low)
-         << " to " << points(d.normal.high) << " (paired SE " << fixed(d.stdError * 100, 2)
+         << " to " << points(d.normal.high) << " (paired SE " << fixedPoint(d.stdError * 100, 2)
          << " pts); " << points(d.bootstrap.low) << " to " << points(d.bootstrap.high)
          << " (paired bootstrap)</div></div></div>\n"
          << "<p>" << comparison.fixed << " fixed (fail in A, success in B), " << comparison.broken
@@ -149,18 +139,20 @@ std::string overlaidHistogramSvg(const std::vector<double>& a, const std::vector
             const int count = side ? countsB[i] : countsA[i];
             const double barH = maxCount ? plotH * count / maxCount : 0;
             const double x = kLeft + binW * double(i) + binW / 2 * side;
-            svg << "<rect x=\"" << fixed(x + 0.5, 1) << "\" y=\"" << fixed(kTop + plotH - barH, 1)
-                << "\" width=\"" << fixed(std::max(1.0, binW / 2 - 1), 1) << "\" height=\""
-                << fixed(barH, 1) << "\" fill=\"" << (side ? "#f97316" : "#3b82f6") << "\"><title>"
-                << (side ? "B " : "A ") << edge(shared.edges[i]) << "-" << edge(shared.edges[i + 1])
-                << ' ' << htmlEscape(unit) << ": " << count << "</title></rect>";
+            svg << "<rect x=\"" << fixedPoint(x + 0.5, 1) << "\" y=\""
+                << fixedPoint(kTop + plotH - barH, 1) << "\" width=\""
+                << fixedPoint(std::max(1.0, binW / 2 - 1), 1) << "\" height=\""
+                << fixedPoint(barH, 1) << "\" fill=\"" << (side ? "#f97316" : "#3b82f6")
+                << "\"><title>" << (side ? "B " : "A ") << edge(shared.edges[i]) << "-"
+                << edge(shared.edges[i + 1]) << ' ' << htmlEscape(unit) << ": " << count
+                << "</title></rect>";
         }
     }
     const double axisY = kTop + plotH;
     svg << "<line x1=\"" << kLeft << "\" y1=\"" << axisY << "\" x2=\"" << kWidth - kRight
         << "\" y2=\"" << axisY << "\" stroke=\"#9ca3af\"/>";
     for (const std::size_t i : {std::size_t(0), n / 2, n})
-        svg << "<text x=\"" << fixed(kLeft + binW * double(i), 1) << "\" y=\"" << axisY + 14
+        svg << "<text x=\"" << fixedPoint(kLeft + binW * double(i), 1) << "\" y=\"" << axisY + 14
             << "\" font-size=\"10\" text-anchor=\"middle\">" << edge(shared.edges[i]) << "</text>";
     svg << "<text x=\"" << kLeft + plotW / 2 << "\" y=\"" << kHeight - 6
         << "\" font-size=\"11\" text-anchor=\"middle\" fill=\"#6b7280\">" << htmlEscape(unit)
@@ -198,7 +190,7 @@ void writeDistributions(std::ostream& html, const RunResults& a, const RunResult
 std::string scoreCell(const std::optional<TaskFrequency>& task) {
     if (!task) return "<td class=\"muted\">absent</td>";
     if (!task->scored) return "<td class=\"warn\">not scored</td>";
-    std::string text = fixed(task->meanScore(), 3);
+    std::string text = fixedPoint(task->meanScore(), 3);
     if (task->scored > 1)
         text += " (" + std::to_string(task->successes) + "/" + std::to_string(task->scored) + ")";
     return std::string("<td class=\"num ") + (taskSucceeds(*task) ? "ok" : "bad") + "\">" + text +
@@ -237,7 +229,7 @@ void writeFlips(std::ostream& html, const Comparison& comparison, const fs::path
              << "</b> <span class=\"" << (fixedInB ? "ok" : "bad") << "\">"
              << (fixedInB ? "fails in A, succeeds in B" : "succeeds in A, fails in B")
              << "</span> <span class=\"muted\">" << htmlEscape(pair.file) << ", A "
-             << fixed(pair.a->meanScore(), 3) << ", B " << fixed(pair.b->meanScore(), 3)
+             << fixedPoint(pair.a->meanScore(), 3) << ", B " << fixedPoint(pair.b->meanScore(), 3)
              << "</span><div class=\"pair\">";
         writeSide(html, "A", pair.resultDirA, dirA, pageDir);
         writeSide(html, "B", pair.resultDirB, dirB, pageDir);
@@ -253,7 +245,7 @@ void writeTaskTable(std::ostream& html, const Comparison& comparison) {
         html << "<tr><td>" << htmlEscape(pair.domain + "/" + pair.id) << "</td><td>"
              << taskChangeName(pair.change) << "</td>" << scoreCell(pair.a) << scoreCell(pair.b)
              << "<td class=\"num\">"
-             << (paired ? fixed(pair.b->meanScore() - pair.a->meanScore(), 3) : "&ndash;")
+             << (paired ? fixedPoint(pair.b->meanScore() - pair.a->meanScore(), 3) : "&ndash;")
              << "</td></tr>";
     }
     html << "</table>\n";
@@ -356,8 +348,8 @@ std::string comparisonText(const Comparison& comparison, const std::string& name
                            const std::string& nameB) {
     const PairedDifference& d = comparison.difference;
     std::ostringstream out;
-    out << "A = " << nameA << ": " << percent(d.meanA) << "; B = " << nameB << ": "
-        << percent(d.meanB) << " (mean score over " << d.pairs << " paired tasks)\n"
+    out << "A = " << nameA << ": " << percentText(d.meanA) << "; B = " << nameB << ": "
+        << percentText(d.meanB) << " (mean score over " << d.pairs << " paired tasks)\n"
         << "B - A: " << points(d.mean) << " points, 95% CI " << points(d.normal.low) << " to "
         << points(d.normal.high) << " (paired normal), " << points(d.bootstrap.low) << " to "
         << points(d.bootstrap.high) << " (paired bootstrap)\n"

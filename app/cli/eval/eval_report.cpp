@@ -16,16 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixed(double value, int digits) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
-
-std::string percent(double fraction) {
-    return fixed(fraction * 100.0, 2) + "%";
-}
-
 std::string shortNumber(double value) {
     char text[32];
     if (std::fabs(value) >= 10000)
@@ -114,7 +104,7 @@ std::string scoreClass(const TaskResult& task) {
 }
 
 std::string scoreText(const TaskResult& task) {
-    return task.score ? fixed(*task.score, 3) : std::string(taskStatusName(task.status));
+    return task.score ? fixedPoint(*task.score, 3) : std::string(taskStatusName(task.status));
 }
 
 // The report's sections, top to bottom: reportHtml() writes them in this order.
@@ -132,11 +122,11 @@ void writeRunHeading(std::ostream& html, const RunSettings& settings) {
 void writeRateCards(std::ostream& html, const RunSummary& summary) {
     html << "<div class=\"cards\">"
          << "<div class=\"card\"><div class=\"muted\">Success rate over attempted tasks</div>"
-         << "<div class=\"big\">" << percent(summary.rateAttempted()) << "</div>"
+         << "<div class=\"big\">" << percentText(summary.rateAttempted()) << "</div>"
          << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.attempted
          << " attempted (OSWorld's show_result)</div></div>"
          << "<div class=\"card\"><div class=\"muted\">Success rate over all tasks</div>"
-         << "<div class=\"big\">" << percent(summary.rateAll()) << "</div>"
+         << "<div class=\"big\">" << percentText(summary.rateAll()) << "</div>"
          << "<div class=\"muted\">" << shortNumber(summary.scoreSum) << " / " << summary.tasks
          << " tasks; not attempted count as 0</div></div>"
          << "<div class=\"card\"><div class=\"muted\">Not scored</div><div class=\"big\">"
@@ -151,10 +141,10 @@ void writeDomainTable(std::ostream& html, const RunSummary& summary) {
     for (const DomainSummary& domain : summary.domains) {
         html << "<tr><td>" << htmlEscape(domain.domain) << "</td><td class=\"num\">" << domain.tasks
              << "</td><td class=\"num\">" << domain.attempted << "</td><td class=\"num\">"
-             << fixed(domain.scoreSum, 3) << "</td><td class=\"num\">"
-             << (domain.attempted ? percent(domain.scoreSum / domain.attempted) : "&ndash;")
+             << fixedPoint(domain.scoreSum, 3) << "</td><td class=\"num\">"
+             << (domain.attempted ? percentText(domain.scoreSum / domain.attempted) : "&ndash;")
              << "</td><td class=\"num\">"
-             << (domain.tasks ? percent(domain.scoreSum / domain.tasks) : "&ndash;")
+             << (domain.tasks ? percentText(domain.scoreSum / domain.tasks) : "&ndash;")
              << "</td></tr>";
     }
     html << "</table>\n";
@@ -180,12 +170,11 @@ void writeTaskTable(std::ostream& html, const RunResults& results) {
     html << "<h2>Tasks</h2><table><tr><th>task</th><th>status</th><th>score</th><th>steps</th>"
             "<th>tokens</th><th>time</th><th>note</th></tr>";
     for (const TaskResult& task : results.tasks) {
-        html << "<tr><td><a href=\"#" << anchorOf(task) << "\">"
-             << htmlEscape(labelOf(task)) << "</a></td><td>"
-             << taskStatusName(task.status) << "</td><td class=\"num " << scoreClass(task) << "\">"
-             << scoreText(task) << "</td><td class=\"num\">" << task.steps
-             << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
-             << "</td><td class=\"num\">" << fixed(task.durationS, 1) << " s</td><td>"
+        html << "<tr><td><a href=\"#" << anchorOf(task) << "\">" << htmlEscape(labelOf(task))
+             << "</a></td><td>" << taskStatusName(task.status) << "</td><td class=\"num "
+             << scoreClass(task) << "\">" << scoreText(task) << "</td><td class=\"num\">"
+             << task.steps << "</td><td class=\"num\">" << task.promptTokens + task.completionTokens
+             << "</td><td class=\"num\">" << fixedPoint(task.durationS, 1) << " s</td><td>"
              << htmlEscape(task.error.empty() ? task.reason : task.error);
         for (const std::string& flag : task.flags)
             html << "<br><span class=\"bad\">flagged: " << htmlEscape(flag) << "</span>";
@@ -211,8 +200,8 @@ void writeMetrics(std::ostream& html, const fs::path& taskDir) {
                  << htmlEscape(metric.value("expected_type", "") + ": " +
                                metric.value("expected", ""))
                  << "</td><td class=\"num\">"
-                 << (score.is_number() ? fixed(score.get<double>(), 3) : "&ndash;") << "</td><td>"
-                 << htmlEscape(metric.value("note", "")) << "</td></tr>";
+                 << (score.is_number() ? fixedPoint(score.get<double>(), 3) : "&ndash;")
+                 << "</td><td>" << htmlEscape(metric.value("note", "")) << "</td></tr>";
         }
         html << "</table>";
     } catch (const nlohmann::json::exception&) {
@@ -258,10 +247,10 @@ void writeTrajectory(std::ostream& html, const fs::path& taskDir, const fs::path
 void writeTaskDetails(std::ostream& html, const TaskResult& task, const fs::path& dir,
                       const fs::path& pageDir) {
     html << "<details class=\"task\" id=\"" << anchorOf(task) << "\"><summary><h3 "
-         << "style=\"display:inline\">" << htmlEscape(labelOf(task))
-         << "</h3> <span class=\"" << scoreClass(task) << "\">" << scoreText(task)
-         << "</span> <span class=\"muted\">" << htmlEscape(task.file) << ", " << task.steps
-         << " steps, loop " << htmlEscape(task.loopEnd)
+         << "style=\"display:inline\">" << htmlEscape(labelOf(task)) << "</h3> <span class=\""
+         << scoreClass(task) << "\">" << scoreText(task) << "</span> <span class=\"muted\">"
+         << htmlEscape(task.file) << ", " << task.steps << " steps, loop "
+         << htmlEscape(task.loopEnd)
          << (task.session ? ", session " + std::to_string(task.session) : std::string())
          << (task.endpoint.empty() ? std::string() : ", endpoint " + htmlEscape(task.endpoint))
          << "</span></summary>";
@@ -332,13 +321,13 @@ std::string histogramSvg(const std::vector<double>& values, int bins, const std:
         const double barH = maxCount ? plotH * h.counts[i] / maxCount : 0;
         const double x = kLeft + barW * double(i);
         const double y = kTop + plotH - barH;
-        svg << "<rect x=\"" << fixed(x + 1, 1) << "\" y=\"" << fixed(y, 1) << "\" width=\""
-            << fixed(std::max(1.0, barW - 2), 1) << "\" height=\"" << fixed(barH, 1)
-            << "\" fill=\"#3b82f6\"><title>" << shortNumber(h.edges[i]) << "-"
-            << shortNumber(h.edges[i + 1]) << ' ' << htmlEscape(unit) << ": " << h.counts[i]
+        svg << "<rect x=\"" << fixedPoint(x + 1, 1) << "\" y=\"" << fixedPoint(y, 1)
+            << "\" width=\"" << fixedPoint(std::max(1.0, barW - 2), 1) << "\" height=\""
+            << fixedPoint(barH, 1) << "\" fill=\"#3b82f6\"><title>" << shortNumber(h.edges[i])
+            << "-" << shortNumber(h.edges[i + 1]) << ' ' << htmlEscape(unit) << ": " << h.counts[i]
             << "</title></rect>";
         if (h.counts[i] > 0)
-            svg << "<text x=\"" << fixed(x + barW / 2, 1) << "\" y=\"" << fixed(y - 3, 1)
+            svg << "<text x=\"" << fixedPoint(x + barW / 2, 1) << "\" y=\"" << fixedPoint(y - 3, 1)
                 << "\" font-size=\"10\" text-anchor=\"middle\">" << h.counts[i] << "</text>";
     }
     const double axisY = kTop + plotH;
@@ -347,7 +336,7 @@ std::string histogramSvg(const std::vector<double>& values, int bins, const std:
     // Edge labels: first, middle and last.
     const std::size_t n = h.edges.size();
     for (const std::size_t i : {std::size_t(0), n / 2, n - 1}) {
-        svg << "<text x=\"" << fixed(kLeft + barW * double(i), 1) << "\" y=\"" << axisY + 14
+        svg << "<text x=\"" << fixedPoint(kLeft + barW * double(i), 1) << "\" y=\"" << axisY + 14
             << "\" font-size=\"10\" text-anchor=\"middle\">" << shortNumber(h.edges[i])
             << "</text>";
     }

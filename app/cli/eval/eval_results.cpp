@@ -10,6 +10,7 @@
 
 #include "app/cli/eval/eval_stats.h"
 #include "app/session/json_file.h"
+#include "base/strings.h"
 
 namespace iris::app::eval {
 namespace {
@@ -25,12 +26,6 @@ constexpr std::pair<TaskStatus, std::string_view> kStatusNames[] = {
 bool before(const TaskResult& a, const TaskResult& b) {
     return std::tie(a.domain, a.id, a.file, a.attempt) <
            std::tie(b.domain, b.id, b.file, b.attempt);
-}
-
-std::string percent(double fraction) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f%%", fraction * 100.0);
-    return text;
 }
 
 std::string number(double value) {
@@ -174,6 +169,7 @@ nlohmann::json toJson(const RunResults& results) {
         {"parallel", results.settings.parallel},
         {"tasks_path", results.settings.tasksPath},
         {"repeat", results.settings.repeat},
+        {"loop_limit", results.settings.loopLimit},
         {"shard", results.settings.shard},
         {"tasks_total", results.tasksTotal},
         {"tasks_attempted", summary.attempted},
@@ -198,6 +194,7 @@ Result<RunResults> runResultsFromJson(const nlohmann::json& value, const std::st
         results.settings.parallel = value.value("parallel", 1);
         results.settings.tasksPath = value.value("tasks_path", "");
         results.settings.repeat = value.value("repeat", 1);
+        results.settings.loopLimit = value.value("loop_limit", 5);
         results.settings.shard = value.value("shard", "");
         results.tasksTotal = value.value("tasks_total", 0);
     } catch (const nlohmann::json::exception& e) {
@@ -318,9 +315,9 @@ RunSummary summarize(const RunResults& results) {
 std::string summaryText(const RunResults& results) {
     const RunSummary summary = summarize(results);
     std::ostringstream out;
-    out << "success rate: " << percent(summary.rateAttempted()) << " of " << summary.attempted
+    out << "success rate: " << percentText(summary.rateAttempted()) << " of " << summary.attempted
         << " attempted (" << number(summary.scoreSum) << "/" << summary.attempted << "), "
-        << percent(summary.rateAll()) << " of all " << summary.tasks
+        << percentText(summary.rateAll()) << " of all " << summary.tasks
         << (results.settings.repeat > 1
                 ? " attempts (" + std::to_string(results.tasksTotal) + " tasks x " +
                       std::to_string(results.settings.repeat) + ")"
@@ -334,14 +331,15 @@ std::string summaryText(const RunResults& results) {
     for (const DomainSummary& domain : summary.domains) {
         out << "  " << (domain.domain.empty() ? std::string("(none)") : domain.domain) << ": "
             << number(domain.scoreSum) << "/" << domain.attempted << " attempted";
-        if (domain.attempted) out << " = " << percent(domain.scoreSum / domain.attempted);
+        if (domain.attempted) out << " = " << percentText(domain.scoreSum / domain.attempted);
         out << " (" << domain.tasks << (results.settings.repeat > 1 ? " attempts)\n" : " tasks)\n");
     }
     for (const TaskResult& task : results.tasks) {
         const std::string label =
             task.file + (task.attempt ? " (attempt " + std::to_string(task.attempt) + ")" : "");
         if (task.status == TaskStatus::Error || task.status == TaskStatus::Unsupported)
-            out << "  " << taskStatusName(task.status) << ' ' << label << ": " << task.error << '\n';
+            out << "  " << taskStatusName(task.status) << ' ' << label << ": " << task.error
+                << '\n';
         for (const std::string& flag : task.flags)
             out << "  flagged " << label << ": " << flag << '\n';
     }

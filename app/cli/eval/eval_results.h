@@ -82,6 +82,7 @@ struct RunSettings {
     int parallel = 1;
     std::string tasksPath;
     int repeat = 1;     // runs of every task (--repeat)
+    int loopLimit = 5;  // --loop-limit: repeats that flag a runaway loop (0: never)
     std::string shard;  // "K/N" when this folder holds shard K of N, else empty
 };
 

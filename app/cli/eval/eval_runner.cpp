@@ -130,6 +130,7 @@ Result<RunResults> resumedResults(const EvalRunOptions& options, const std::vect
     results.settings.tasksPath = options.tasks.string();
     results.settings.shard = options.shard;
     results.settings.repeat = options.repeat;
+    results.settings.loopLimit = options.loopLimit;
     results.tasksTotal = int(plans.size()) / std::max(1, options.repeat);
     // Keep only this task set's entries (and attempts); tasks finished earlier keep theirs (or
     // get one from their result.txt when results.json missed it: recoverFinished).
@@ -213,6 +214,7 @@ int runTasks(const EvalRunOptions& options, std::vector<TaskPlan> plans, RunResu
     out << "iris eval: " << plans.size() / std::size_t(std::max(1, options.repeat)) << " tasks";
     if (options.repeat > 1) out << " x " << options.repeat << " runs = " << plans.size();
     out << " in " << options.tasks.string();
+    if (!options.shard.empty()) out << " (shard " << options.shard << ")";
     if (skipped) out << ", " << skipped << " already finished in " << options.out.string();
     out << "; running " << todo.size();
     if (options.parallel > 1) out << ", " << options.parallel << " at a time";

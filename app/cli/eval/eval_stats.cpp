@@ -12,18 +12,6 @@
 namespace iris::app::eval {
 namespace {
 
-std::string percent(double fraction) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f%%", fraction * 100.0);
-    return text;
-}
-
-std::string number(double value, int digits) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
-
 // The q-quantile of sorted values, interpolating linearly between order statistics.
 double quantile(const std::vector<double>& sorted, double q) {
     if (sorted.empty()) return 0;
@@ -191,10 +179,10 @@ PairedDifference pairedDifference(const std::vector<double>& a, const std::vecto
 std::string repeatStatsText(const RepeatStats& stats) {
     std::ostringstream out;
     out << "success (score 1): " << stats.successes << "/" << stats.scored
-        << " scored attempts = " << percent(stats.rate) << ", 95% CI " << percent(stats.wilson.low)
-        << "-" << percent(stats.wilson.high) << " (Wilson)";
+        << " scored attempts = " << percentText(stats.rate) << ", 95% CI "
+        << percentText(stats.wilson.low) << "-" << percentText(stats.wilson.high) << " (Wilson)";
     if (stats.repeat > 1) {
-        out << ", " << percent(stats.bootstrap.low) << "-" << percent(stats.bootstrap.high)
+        out << ", " << percentText(stats.bootstrap.low) << "-" << percentText(stats.bootstrap.high)
             << " (bootstrap over " << stats.tasks.size() << " tasks)";
     }
     out << '\n';
@@ -204,10 +192,10 @@ std::string repeatStatsText(const RepeatStats& stats) {
         out << ' ' << pass.k;
     out << "\n  pass@k:";
     for (const PassK& pass : stats.passK)
-        out << ' ' << percent(pass.passAt);
+        out << ' ' << percentText(pass.passAt);
     out << "\n  pass^k:";
     for (const PassK& pass : stats.passK)
-        out << ' ' << percent(pass.passHat);
+        out << ' ' << percentText(pass.passHat);
     // How many tasks succeeded in 0, 1, ..., R of their attempts (tasks with all R scored).
     std::vector<int> bySuccesses(std::size_t(stats.repeat) + 1, 0);
     for (const TaskFrequency& task : stats.tasks)
@@ -217,9 +205,9 @@ std::string repeatStatsText(const RepeatStats& stats) {
         out << ' ' << count;
     out << "\n  runs:";
     for (const RunRate& run : stats.runs)
-        out << ' ' << percent(run.rate());
-    out << "; variance " << number(stats.runVariance, 6) << ", sd " << percent(stats.runStdDev)
-        << '\n';
+        out << ' ' << percentText(run.rate());
+    out << "; variance " << fixedPoint(stats.runVariance, 6) << ", sd "
+        << percentText(stats.runStdDev) << '\n';
     return out.str();
 }
 
@@ -230,7 +218,7 @@ void writePassTable(std::ostream& html, const RepeatStats& stats) {
             "<th>pass^k (all k attempts succeed)</th><th>tasks with &ge; k scored</th></tr>";
     for (const PassK& pass : stats.passK) {
         html << "<tr><td class=\"num\">" << pass.k << "</td><td class=\"num\">"
-             << percent(pass.passAt) << "</td><td class=\"num\">" << percent(pass.passHat)
+             << percentText(pass.passAt) << "</td><td class=\"num\">" << percentText(pass.passHat)
              << "</td><td class=\"num\">" << pass.tasks << "</td></tr>";
     }
     html << "</table>\n";
@@ -238,13 +226,14 @@ void writePassTable(std::ostream& html, const RepeatStats& stats) {
 
 void writeRunTable(std::ostream& html, const RepeatStats& stats) {
     html << "<h3>Run to run</h3><p class=\"muted\">Run r is every task's attempt r. Variance "
-         << number(stats.runVariance, 6) << ", standard deviation " << percent(stats.runStdDev)
+         << fixedPoint(stats.runVariance, 6) << ", standard deviation "
+         << percentText(stats.runStdDev)
          << " (sample, n - 1).</p><table><tr><th>run</th><th>successes</th><th>scored</th>"
             "<th>success rate</th></tr>";
     for (const RunRate& run : stats.runs) {
         html << "<tr><td class=\"num\">" << run.attempt << "</td><td class=\"num\">"
              << run.successes << "</td><td class=\"num\">" << run.scored
-             << "</td><td class=\"num\">" << percent(run.rate()) << "</td></tr>";
+             << "</td><td class=\"num\">" << percentText(run.rate()) << "</td></tr>";
     }
     html << "</table>\n";
 }
@@ -260,8 +249,8 @@ void writeFrequencyTable(std::ostream& html, const RepeatStats& stats) {
         html << "<tr><td>" << htmlEscape(task.domain + "/" + task.id) << "</td><td class=\"num\">"
              << task.attempts << "</td><td class=\"num\">" << task.scored
              << "</td><td class=\"num\">" << task.successes << "</td><td class=\"num " << tone
-             << "\">" << (task.scored ? percent(task.frequency()) : "&ndash;")
-             << "</td><td class=\"num\">" << number(task.meanScore(), 3) << "</td></tr>";
+             << "\">" << (task.scored ? percentText(task.frequency()) : "&ndash;")
+             << "</td><td class=\"num\">" << fixedPoint(task.meanScore(), 3) << "</td></tr>";
     }
     html << "</table>\n";
 }
@@ -272,12 +261,13 @@ std::string successRateHtml(const RepeatStats& stats) {
     std::ostringstream html;
     html << "<div class=\"cards\"><div class=\"card\"><div class=\"muted\">Success (score 1) "
             "over scored attempts</div><div class=\"big\">"
-         << percent(stats.rate) << "</div><div class=\"muted\">" << stats.successes << " / "
-         << stats.scored << "; 95% CI " << percent(stats.wilson.low) << " &ndash; "
-         << percent(stats.wilson.high) << " (Wilson)";
+         << percentText(stats.rate) << "</div><div class=\"muted\">" << stats.successes << " / "
+         << stats.scored << "; 95% CI " << percentText(stats.wilson.low) << " &ndash; "
+         << percentText(stats.wilson.high) << " (Wilson)";
     if (stats.repeat > 1)
-        html << ", " << percent(stats.bootstrap.low) << " &ndash; " << percent(stats.bootstrap.high)
-             << " (bootstrap over " << stats.tasks.size() << " tasks)";
+        html << ", " << percentText(stats.bootstrap.low) << " &ndash; "
+             << percentText(stats.bootstrap.high) << " (bootstrap over " << stats.tasks.size()
+             << " tasks)";
     html << "</div></div></div>\n";
     if (stats.repeat <= 1) return html.str();
     html << "<h2>Repeated runs (" << stats.repeat << " attempts per task)</h2>"

@@ -13,6 +13,7 @@
 #include "app/cli/eval/config_steps.h"
 #include "app/cli/eval/eval_context.h"
 #include "app/cli/eval/eval_results.h"
+#include "base/strings.h"
 
 namespace iris::app::eval {
 namespace {
@@ -27,12 +28,6 @@ constexpr double kMissingFraction = 0.50;  // (b): original text not shown, hidd
 bool isMockupMetric(const std::string& func) {
     return func == "compare_images" || func == "check_structure_sim" ||
            func == "check_structure_sim_with_threshold" || func == "design2code";
-}
-
-std::string percent(double fraction) {
-    char text[16];
-    std::snprintf(text, sizeof text, "%.0f%%", fraction * 100);
-    return text;
 }
 
 // The last path component of a URL or path, without query or fragment.
@@ -73,7 +68,7 @@ void findImages(const PageInspection& scored, const PageInspection* original,
                                                          file) != mockupFiles.end();
         if (isMockup && media.coverage >= kMockupCoverage) {
             found.push_back("the page shows the target mockup " + file + " in " + mediaName(media) +
-                            " covering " + percent(media.coverage) + " of the viewport");
+                            " covering " + percentText(media.coverage, 0) + " of the viewport");
             continue;
         }
         if (media.coverage < kLargeCoverage) continue;
@@ -86,7 +81,7 @@ void findImages(const PageInspection& scored, const PageInspection* original,
                                     });
         if (!wasThere)
             found.push_back(mediaName(media) + " that the original page did not have covers " +
-                            percent(media.coverage) + " of the viewport");
+                            percentText(media.coverage, 0) + " of the viewport");
     }
 }
 
@@ -120,10 +115,10 @@ void findHiddenText(const PageInspection& scored, const PageInspection& original
     for (const std::string& example : examples)
         listed += (listed.empty() ? "" : ", ") + example;
     if (hidden / total >= kHiddenFraction) {
-        found.push_back("the page hides " + percent(hidden / total) +
+        found.push_back("the page hides " + percentText(hidden / total, 0) +
                         " of the original page's text: " + listed);
     } else if (missing / total >= kMissingFraction) {
-        found.push_back(percent(missing / total) +
+        found.push_back(percentText(missing / total, 0) +
                         " of the original page's text is no longer shown" +
                         (listed.empty() ? std::string(" (deleted)") : ": " + listed));
     }

@@ -76,6 +76,7 @@ Status checkSameSettings(const ShardFolder& a, const ShardFolder& b) {
         {"sleep_after_action_s", {number(x.sleepAfterActionS), number(y.sleepAfterActionS)}},
         {"task_timeout_s", {number(x.taskTimeoutS), number(y.taskTimeoutS)}},
         {"repeat", {std::to_string(x.repeat), std::to_string(y.repeat)}},
+        {"loop_limit", {std::to_string(x.loopLimit), std::to_string(y.loopLimit)}},
     };
     for (const auto& [field, values] : fields) {
         if (values.first != values.second) {

@@ -7,8 +7,9 @@
 // Refused, before anything is written, with the folder, task or field named: an OUT that is not
 // empty or is one of the inputs; a folder that is not a shard's output; shards of different N or
 // of different task suites (their shard.json assignments differ); the same shard twice; settings
-// that differ (model, action format, max steps, sleep after action, task timeout, repeat); a task
-// in two folders; a task of the suite that no folder finished (named with its shard).
+// that differ (model, action format, max steps, sleep after action, task timeout, repeat, loop
+// limit); a task in two folders; a task of the suite that no folder finished (named with its
+// shard).
 #include <filesystem>
 #include <iosfwd>
 #include <vector>

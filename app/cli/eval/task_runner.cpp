@@ -410,6 +410,7 @@ agent::SessionInfo TaskRunner::sessionInfo(const TaskPlan& plan, const TaskAgent
     info.actionFormat = std::string(agent::actionFormatName(taskAgent.loop.format));
     info.config = {
         {"eval_task", plan.key},
+        {"attempt", plan.attempt},
         {"task_id", task.id},
         {"domain", plan.domain},
         {"env", task.iris.environment == ev::EnvironmentKind::Desktop

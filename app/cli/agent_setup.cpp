@@ -129,6 +129,8 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     if (files->entry) {
         choice.imageMaxPixels = files->entry->maxPixels;
         choice.chatTemplate = inference::chatTemplateKindFromName(files->entry->chatTemplate);
+    } else {
+        applyCatalogueDefaults(choice);  // a file of the store given by its path
     }
     choice.threads = int(*threads);
     choice.contextSize = *context;

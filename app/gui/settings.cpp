@@ -118,6 +118,9 @@ ModelChoice modelChoiceOf(const AppSettings& settings) {
         choice.mmprojPath = settings.mmprojPath.toStdString();
         choice.threads = settings.threads;
         choice.contextSize = settings.contextSize;
+        // A pulled model (the models panel's "Use" keeps its file's path) runs with the
+        // catalogue's image budget and chat template, as `--model NAME` does.
+        applyCatalogueDefaults(choice);
     }
     return choice;
 }

@@ -61,7 +61,8 @@ void saveSettings(const AppSettings& settings, QSettings& store);
 
 // The model the settings choose, for makeModelClient: the endpoint, the local model, or
 // Backend::None when the local backend has no model file (the demo then replays its
-// demonstration). Ranges are problems()'s to check.
+// demonstration). A pulled model's file gets the catalogue's image budget and chat template
+// (applyCatalogueDefaults). Ranges are problems()'s to check.
 ModelChoice modelChoiceOf(const AppSettings& settings);
 
 // What stops these settings from running an agent, one sentence each naming the field; empty

@@ -159,4 +159,21 @@ Result<PulledModel> findPulledModel(const ModelStore& store, const Catalogue& ca
     return pulled;
 }
 
+std::optional<CatalogueEntry> catalogueEntryOfFile(const ModelStore& store,
+                                                   const Catalogue& catalogue,
+                                                   const std::filesystem::path& modelFile) {
+    std::error_code error;
+    const std::filesystem::path blob = std::filesystem::canonical(modelFile, error);
+    if (error || blob.parent_path() != std::filesystem::canonical(store.root() / "blobs", error))
+        return std::nullopt;
+    Result<std::vector<Manifest>> manifests = store.list();
+    if (!manifests) return std::nullopt;  // an unreadable store only loses the defaults
+    for (const Manifest& manifest : *manifests) {
+        if (store.blobPath(manifest.model.sha256).filename() != blob.filename()) continue;
+        if (const CatalogueEntry* entry = catalogueEntryFor(catalogue, manifest.name, manifest.repo))
+            return *entry;
+    }
+    return std::nullopt;
+}
+
 }  // namespace iris::app::models

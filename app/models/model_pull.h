@@ -52,4 +52,12 @@ struct PulledModel {
 Result<PulledModel> findPulledModel(const ModelStore& store, const Catalogue& catalogue,
                                     std::string_view text);
 
+// The catalogue entry of the pulled model whose language-model file is `modelFile` (a blob of
+// `store`, as `iris models info` shows it and the GUI's settings keep it), or nullopt when the
+// file is none of the store's or the catalogue does not know its model: how a front end that
+// holds a file path finds the image budget and chat template the catalogue gives a name.
+std::optional<CatalogueEntry> catalogueEntryOfFile(const ModelStore& store,
+                                                   const Catalogue& catalogue,
+                                                   const std::filesystem::path& modelFile);
+
 }  // namespace iris::app::models

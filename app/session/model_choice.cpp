@@ -8,6 +8,10 @@
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_client.h"
 #include "agent/clients/pooled_client.h"
+#include "app/models/catalogue.h"
+#include "app/models/model_pull.h"
+#include "app/models/model_store.h"
+#include "app/session/data_paths.h"
 
 namespace iris::app {
 namespace {
@@ -141,6 +145,27 @@ Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice&
     std::lock_guard lock(r.entriesMutex);
     r.entries.push_back({model, mmproj, *loaded});
     return loaded;
+}
+
+void applyCatalogueDefaults(ModelChoice& choice, const models::ModelStore& store,
+                            const models::Catalogue& catalogue) {
+    if (choice.backend != ModelChoice::Backend::LocalEngine || choice.modelPath.empty()) return;
+    if (choice.imageMaxPixels > 0 && choice.chatTemplate) return;
+    const std::optional<models::CatalogueEntry> entry =
+        models::catalogueEntryOfFile(store, catalogue, choice.modelPath);
+    if (!entry) return;
+    if (choice.imageMaxPixels == 0) choice.imageMaxPixels = entry->maxPixels;
+    if (!choice.chatTemplate)
+        choice.chatTemplate = inference::chatTemplateKindFromName(entry->chatTemplate);
+}
+
+void applyCatalogueDefaults(ModelChoice& choice) {
+    if (choice.backend != ModelChoice::Backend::LocalEngine || choice.modelPath.empty()) return;
+    // A missing or broken catalogue only loses the defaults.
+    const Result<models::Catalogue> catalogue =
+        models::loadCatalogue(dataDirectory() / "models" / "catalogue.json");
+    if (!catalogue) return;
+    applyCatalogueDefaults(choice, models::ModelStore(models::defaultModelsDirectory()), *catalogue);
 }
 
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& choice,

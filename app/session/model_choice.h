@@ -27,6 +27,11 @@
 
 namespace iris::app {
 
+namespace models {
+struct Catalogue;
+class ModelStore;
+}  // namespace models
+
 struct ModelChoice {
     enum class Backend { None, LocalEngine, Endpoint };
     Backend backend = Backend::None;
@@ -53,6 +58,15 @@ struct ModelChoice {
     std::string modelName = "iris";
     std::string apiKeyEnv = "IRIS_API_KEY";
 };
+
+// For a LocalEngine `choice` whose model file is a pulled model the catalogue knows (a blob of
+// `store`): the catalogue's image budget and chat template, where `choice` does not set them
+// already. So a model chosen by its file (the GUI keeps a path; `--model FILE`) runs as
+// `--model NAME` runs it.
+void applyCatalogueDefaults(ModelChoice& choice, const models::ModelStore& store,
+                            const models::Catalogue& catalogue);
+// The same with the user's store (models::defaultModelsDirectory()) and the bundled catalogue.
+void applyCatalogueDefaults(ModelChoice& choice);
 
 // Called on the loading thread with the fraction of the model loaded (see
 // inference::EngineOptions::onLoadProgress).

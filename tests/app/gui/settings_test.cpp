@@ -2,6 +2,8 @@
 // what the user edited, and checks chosen GGUF files on a background thread before enabling OK.
 #include "app/gui/settings.h"
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -23,6 +25,8 @@
 #include <QTest>
 
 #include "app/gui/settings_dialog.h"
+#include "app/models/model_store.h"
+#include "inference/chat_template.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::app {
@@ -152,6 +156,39 @@ TEST(Settings, ChooseTheModelTheBackendNames) {
 
     // No model file: the demo replays its demonstration, anything else asks for a model.
     EXPECT_EQ(modelChoiceOf(AppSettings{}).backend, ModelChoice::Backend::None);
+}
+
+// The models panel's "Use" keeps a pulled model's file path; running it takes the catalogue's
+// image budget and chat template (resources/models/catalogue.json), as `--model NAME` does.
+TEST(Settings, APulledModelsFileRunsWithItsCatalogueDefaults) {
+    QTemporaryDir folder;
+    ASSERT_TRUE(folder.isValid());
+    const QByteArray saved = qgetenv("IRIS_MODELS_DIR");
+    qputenv("IRIS_MODELS_DIR", folder.path().toUtf8());
+    const models::ModelStore store(folder.path().toStdString());
+    models::Manifest manifest;
+    manifest.name = "ui-tars-1.5-7b";
+    manifest.quant = "Q4_K_M";
+    manifest.repo = "mradermacher/UI-TARS-1.5-7B-GGUF";
+    manifest.model = {"UI-TARS-1.5-7B.Q4_K_M.gguf", std::string(64, 'a'), 4};
+    ASSERT_TRUE(store.writeManifest(manifest).isOk());
+    std::filesystem::create_directories(store.root() / "blobs");
+    std::ofstream(store.blobPath(manifest.model.sha256)) << "gguf";
+
+    AppSettings s;
+    s.modelPath = QString::fromStdString(store.blobPath(manifest.model.sha256).string());
+    const ModelChoice pulled = modelChoiceOf(s);
+    s.modelPath = QStringLiteral("/models/m.gguf");
+    const ModelChoice file = modelChoiceOf(s);
+    if (saved.isNull())
+        qunsetenv("IRIS_MODELS_DIR");
+    else
+        qputenv("IRIS_MODELS_DIR", saved);
+
+    EXPECT_EQ(pulled.imageMaxPixels, 2116800);  // UI-TARS-1.5's max_pixels in the catalogue
+    EXPECT_EQ(pulled.chatTemplate, inference::ChatTemplateKind::Qwen2Vl);
+    EXPECT_EQ(file.imageMaxPixels, 0);  // a file of its own: the projector's budget
+    EXPECT_FALSE(file.chatTemplate);
 }
 
 TEST(Settings, PersistAcrossRestarts) {

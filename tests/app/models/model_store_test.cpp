@@ -99,6 +99,38 @@ TEST(ModelStore, APulledModelIsFoundOfflineWithItsCatalogueEntry) {
     EXPECT_GT(store.find("ui-tars-1.5-7b")->lastUsed, 0);
 }
 
+TEST(ModelStore, AFileOfTheStoreFindsItsModelsCatalogueEntry) {
+    Result<TemporaryFolder> folder = TemporaryFolder::create("iris-store-test");
+    ASSERT_TRUE(folder);
+    const ModelStore store(folder->path() / "store");
+    ASSERT_TRUE(store.writeManifest(manifest("ui-tars-1.5-7b", "Q4_K_M", 'a', 'b')).isOk());
+    ASSERT_TRUE(store.writeManifest(manifest("someone/else", "Q8_0", 'c', 0)).isOk());
+    for (char blob : {'a', 'b', 'c'})
+        writeBlob(store, blob, 4);
+    Catalogue catalogue;
+    CatalogueEntry entry;
+    entry.name = "ui-tars-1.5-7b";
+    entry.maxPixels = 2116800;
+    entry.chatTemplate = "qwen2-vl";
+    catalogue.entries.push_back(entry);
+
+    const fs::path model = store.blobPath(std::string(64, 'a'));
+    std::optional<CatalogueEntry> found = catalogueEntryOfFile(store, catalogue, model);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->maxPixels, 2116800);
+    // The same file through another spelling of its path.
+    found = catalogueEntryOfFile(store, catalogue,
+                                 folder->path() / "store" / "." / "blobs" / model.filename());
+    EXPECT_TRUE(found);
+    // Not a language model the catalogue knows: the projector, a model it does not list, a copy
+    // of the file outside the store, a file that is not there.
+    EXPECT_FALSE(catalogueEntryOfFile(store, catalogue, store.blobPath(std::string(64, 'b'))));
+    EXPECT_FALSE(catalogueEntryOfFile(store, catalogue, store.blobPath(std::string(64, 'c'))));
+    fs::copy_file(model, folder->path() / model.filename());
+    EXPECT_FALSE(catalogueEntryOfFile(store, catalogue, folder->path() / model.filename()));
+    EXPECT_FALSE(catalogueEntryOfFile(store, catalogue, folder->path() / "missing.gguf"));
+}
+
 TEST(ModelStore, TheDirectoryComesFromTheEnvironment) {
     // The variables as they were, put back at the end: other tests in this process read them.
     std::vector<std::pair<const char*, std::optional<std::string>>> saved;

@@ -60,18 +60,6 @@ std::string finalScreenshot(const fs::path& taskDir) {
 }
 
 constexpr std::string_view kStyle = R"(
-body { font: 14px/1.45 system-ui, sans-serif; color: #1f2937; margin: 0; background: #f8fafc; }
-main { max-width: 1100px; margin: 0 auto; padding: 24px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 32px 0 8px; }
-.muted { color: #6b7280; } .big { font-size: 30px; font-weight: 600; }
-.cards { display: flex; gap: 16px; flex-wrap: wrap; margin: 16px 0; }
-.card { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 16px; min-width: 200px; }
-table { border-collapse: collapse; background: #fff; width: 100%; }
-th, td { border: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f1f5f9; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.charts { display: flex; gap: 16px; flex-wrap: wrap; }
-.charts svg { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; }
-.ok { color: #047857; } .bad { color: #b91c1c; } .warn { color: #b45309; }
 .flip { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; margin: 8px 0; padding: 8px 12px; }
 .pair { display: flex; gap: 12px; } .pair figure { margin: 0; flex: 1; }
 .pair img { width: 100%; height: auto; border: 1px solid #e5e7eb; }
@@ -334,7 +322,7 @@ std::string comparisonHtml(const Comparison& comparison, const RunResults& a, co
     std::ostringstream html;
     html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          << "<title>Iris comparison: " << htmlEscape(a.settings.model) << " vs "
-         << htmlEscape(b.settings.model) << "</title><style>" << kStyle
+         << htmlEscape(b.settings.model) << "</title><style>" << kReportStyle << kStyle
          << "</style></head><body><main>\n";
     writeHeading(html, a, dirA, b, dirB, comparison);
     writeFlips(html, comparison, dirA, dirB, pageDir);

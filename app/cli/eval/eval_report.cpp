@@ -78,21 +78,8 @@ std::string relativeLink(const fs::path& target, const fs::path& pageDir) {
 }
 
 constexpr std::string_view kStyle = R"(
-body { font: 14px/1.45 system-ui, sans-serif; color: #1f2937; margin: 0; background: #f8fafc; }
-main { max-width: 1100px; margin: 0 auto; padding: 24px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 32px 0 8px; }
-h3 { font-size: 15px; margin: 0; }
-.muted { color: #6b7280; } .big { font-size: 30px; font-weight: 600; }
-.cards { display: flex; gap: 16px; flex-wrap: wrap; margin: 16px 0; }
-.card { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 16px; min-width: 200px; }
-table { border-collapse: collapse; background: #fff; width: 100%; }
-th, td { border: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f1f5f9; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.charts { display: flex; gap: 16px; flex-wrap: wrap; }
-.charts svg { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; }
 details.task { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; margin: 8px 0; padding: 8px 12px; }
 details.task summary { cursor: pointer; }
-.ok { color: #047857; } .bad { color: #b91c1c; } .warn { color: #b45309; }
 .step { display: flex; gap: 12px; border-top: 1px solid #f1f5f9; padding: 8px 0; }
 .step img { width: 320px; height: auto; border: 1px solid #e5e7eb; flex: none; }
 .step pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: 12px; }
@@ -351,7 +338,7 @@ std::string reportHtml(const RunResults& results, const fs::path& dir, const fs:
     std::ostringstream html;
     html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          << "<title>Iris evaluation: " << htmlEscape(results.settings.model) << "</title><style>"
-         << kStyle << "</style></head><body><main>\n";
+         << kReportStyle << kStyle << "</style></head><body><main>\n";
     writeRunHeading(html, results.settings);
     writeRateCards(html, summary);
     html << successRateHtml(repeatStats(results));  // eval_stats.h: CI, pass@k, runs

@@ -167,9 +167,10 @@ struct AgentLoop::Run {
     int withoutImprovement = 0;
     std::string feedback;  // for the model, with the next screenshot
     std::vector<StepMemory> history;
+    RunawayDetector runaway;
 
     LoopResult end(LoopEnd how, int steps, std::string message) const {
-        return {how, steps, std::move(message), best};
+        return {how, steps, std::move(message), best, {}};
     }
 };
 
@@ -186,8 +187,9 @@ struct AgentLoop::Step {
 
 LoopResult AgentLoop::run(const std::function<void(const StepReport&)>& onStep) {
     Run run;
+    run.runaway = RunawayDetector(m_options.runawayLimit);
     if (Status started = prepareRun(run); !started.isOk())
-        return {LoopEnd::Error, 0, started.message(), {}};
+        return {LoopEnd::Error, 0, started.message(), {}, {}};
     for (int index = 0; index < m_options.maxSteps; ++index) {
         if (StepEnd end = runStep(run, index, onStep)) return *end;
     }
@@ -240,6 +242,7 @@ AgentLoop::StepEnd AgentLoop::runStep(Run& run, int index,
     Step step;
     step.index = index;
     if (StepEnd end = askModel(run, step)) return end;
+    const cv::Mat seen = run.render.observation.screenshot;  // what the actions were chosen on
     parseAnswer(run, step);
     if (StepEnd end = act(run, step)) return end;
     if (StepEnd end = judgeEdits(run, step)) return end;
@@ -254,7 +257,14 @@ AgentLoop::StepEnd AgentLoop::runStep(Run& run, int index,
 
     remember(run, step);
     if (onStep) onStep(step.report);
-    return endAfter(run, step);
+    if (StepEnd end = endAfter(run, step)) return end;
+    if (std::optional<std::string> repeated = run.runaway.observe(seen, step.report.actions)) {
+        recordEvent({index, 0, "stop", "runaway loop: " + *repeated});
+        LoopResult result = run.end(LoopEnd::Stopped, index + 1, "runaway loop: " + *repeated);
+        result.runaway = *repeated;
+        return result;
+    }
+    return std::nullopt;
 }
 
 AgentLoop::StepEnd AgentLoop::holdForPauseOrStop(Run& run, int index) {

@@ -24,6 +24,7 @@
 #include "agent/clients/model_client.h"
 #include "agent/environment.h"
 #include "agent/recording/recorder.h"
+#include "agent/runaway_detector.h"
 #include "agent/safety_policy.h"
 #include "agent/visual/visual_diff.h"
 #include "agent/workspace/workspace.h"
@@ -49,6 +50,9 @@ struct LoopOptions {
     int screenshotsInHistory = 3;
     double pauseAfterActionsMs = 0;  // let the screen settle (OSWorld's sleep_after_execution)
     std::optional<VisualGoal> goal;
+    // The same actions on an unchanged screen this many steps in a row end the run
+    // (agent/runaway_detector.h); 0: never.
+    int runawayLimit = RunawayDetector::kDefaultLimit;
 };
 
 enum class LoopEnd { Done, Failed, MaxSteps, NoImprovement, Stopped, Error };
@@ -59,6 +63,9 @@ struct LoopResult {
     int steps = 0;
     std::string message;          // the model's done/fail message, or the error
     std::optional<double> score;  // visual goal: the best score reached
+    // Set when runawayLimit ended the run (end Stopped): what was repeated, e.g. "click(640,
+    // 400) repeated 5 times on an unchanged screen".
+    std::string runaway;
 };
 
 // What the loop reports after each step (progress in the CLI and GUI).

@@ -10,8 +10,10 @@
 namespace iris::app {
 namespace {
 
-int exitCode(agent::LoopEnd end) {
-    switch (end) {
+int exitCode(const agent::LoopResult& result) {
+    // Stopped on a runaway loop: the agent did not get there, as at its step limit.
+    if (!result.runaway.empty()) return kExitNotDone;
+    switch (result.end) {
         case agent::LoopEnd::Done:
             return kExitDone;
         case agent::LoopEnd::Failed:
@@ -110,7 +112,7 @@ int runAgentSession(const SessionPlan& plan, agent::ModelClient& client, std::os
     }
     if (!result.message.empty()) out << " (" << result.message << ')';
     out << '\n';
-    return exitCode(result.end);
+    return exitCode(result);
 }
 
 }  // namespace iris::app

@@ -15,10 +15,11 @@
 namespace iris::app {
 
 // Exit codes of run, demo and replay.
-inline constexpr int kExitDone = 0;     // the agent finished the task
-inline constexpr int kExitNotDone = 1;  // it gave up: fail, step limit, no improvement
-inline constexpr int kExitUsage = 2;    // bad command line
-inline constexpr int kExitError = 3;    // stopped on an error or on request
+inline constexpr int kExitDone = 0;  // the agent finished the task
+inline constexpr int kExitNotDone =
+    1;                                // it gave up: fail, step limit, no improvement, runaway loop
+inline constexpr int kExitUsage = 2;  // bad command line
+inline constexpr int kExitError = 3;  // stopped on an error or on request
 
 Result<std::int64_t> parseSessionId(const std::string& text);  // "12"
 

@@ -34,6 +34,9 @@ std::vector<OptionSpec> runOptions() {
         {"patience", "", true, "visual mode: edits without improvement before giving up (3)"},
         {"good-enough", "", true, "visual mode: stop once the score reaches this (0.99)"},
         {"pause-ms", "", true, "wait after each step's actions before looking (default 0)"},
+        {"loop-limit", "", true,
+         "stop when the agent repeats one action on an unchanged screen this many times in a "
+         "row (default 5; 0: never)"},
         {"allow-shell", "", false, "let the agent run shell commands (off by default)"},
         {"help", "h", false, "show this help"},
     };
@@ -144,12 +147,17 @@ int runRun(int argc, char** argv) {
     const Result<std::int64_t> patience = args->integer("patience", 3);
     const Result<double> goodEnough = args->number("good-enough", 0.99);
     const Result<double> pause = args->number("pause-ms", 0);
+    const Result<std::int64_t> loopLimit =
+        args->integer("loop-limit", agent::RunawayDetector::kDefaultLimit);
     for (const Status& s : {maxSteps.status(), history.status(), patience.status(),
-                            goodEnough.status(), pause.status()}) {
+                            goodEnough.status(), pause.status(), loopLimit.status()}) {
         if (!s.isOk()) return usageError(s.message());
     }
-    if (*maxSteps < 1 || *history < 1 || *patience < 1 || *pause < 0)
-        return usageError("--max-steps, --history and --patience must be >= 1, --pause-ms >= 0");
+    if (*maxSteps < 1 || *history < 1 || *patience < 1 || *pause < 0 || *loopLimit < 0)
+        return usageError(
+            "--max-steps, --history and --patience must be >= 1, --pause-ms and --loop-limit "
+            ">= 0");
+    plan.loop.runawayLimit = int(*loopLimit);
     plan.loop.maxSteps = int(*maxSteps);
     plan.loop.screenshotsInHistory = int(*history);
     plan.loop.pauseAfterActionsMs = *pause;

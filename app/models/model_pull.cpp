@@ -170,7 +170,8 @@ std::optional<CatalogueEntry> catalogueEntryOfFile(const ModelStore& store,
     if (!manifests) return std::nullopt;  // an unreadable store only loses the defaults
     for (const Manifest& manifest : *manifests) {
         if (store.blobPath(manifest.model.sha256).filename() != blob.filename()) continue;
-        if (const CatalogueEntry* entry = catalogueEntryFor(catalogue, manifest.name, manifest.repo))
+        if (const CatalogueEntry* entry =
+                catalogueEntryFor(catalogue, manifest.name, manifest.repo))
             return *entry;
     }
     return std::nullopt;

@@ -165,7 +165,8 @@ void applyCatalogueDefaults(ModelChoice& choice) {
     const Result<models::Catalogue> catalogue =
         models::loadCatalogue(dataDirectory() / "models" / "catalogue.json");
     if (!catalogue) return;
-    applyCatalogueDefaults(choice, models::ModelStore(models::defaultModelsDirectory()), *catalogue);
+    applyCatalogueDefaults(choice, models::ModelStore(models::defaultModelsDirectory()),
+                           *catalogue);
 }
 
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& choice,

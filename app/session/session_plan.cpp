@@ -65,6 +65,7 @@ nlohmann::json sessionConfig(const SessionPlan& plan, const agent::Workspace* wo
                        plan.loop.frame.value_or(agent::defaultCoordinateFrame(plan.loop.format)))},
         {"max_steps", plan.loop.maxSteps},
         {"screenshots_in_history", plan.loop.screenshotsInHistory},
+        {"runaway_limit", plan.loop.runawayLimit},
         {"sleep_after_execution_ms", plan.loop.pauseAfterActionsMs},
         {"browser", plan.loop.browser},
     };
@@ -166,6 +167,8 @@ Result<SessionPlan> planFromRecording(const agent::SessionRecord& recording) {
     }
     plan.loop.maxSteps = config.value("max_steps", 15);
     plan.loop.screenshotsInHistory = config.value("screenshots_in_history", 3);
+    // Absent: recorded before runaway loops ended a run, so a replay never ends one either.
+    plan.loop.runawayLimit = config.value("runaway_limit", 0);
     plan.loop.pauseAfterActionsMs = config.value("sleep_after_execution_ms", 0.0);
     plan.loop.browser = config.value("browser", false);
     if (const auto goal = config.find("visual_goal"); goal != config.end()) {

@@ -14,12 +14,10 @@
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
 #include "agent/eval/evaluator.h"
-#include "agent/image_codec.h"
 #include "agent/recording/osworld_export.h"
 #include "agent/recording/redactor.h"
 #include "agent/recording/replay_client.h"
 #include "agent/recording/session_recorder.h"
-#include "agent/runaway_detector.h"
 #include "agent/workspace/workspace.h"
 #include "app/cli/eval/eval_context.h"
 #include "app/cli/eval/hygiene.h"
@@ -247,6 +245,7 @@ Result<TaskRunner::TaskAgent> TaskRunner::makeAgent(const TaskPlan& plan,
                         : task.iris.maxSteps > 0 ? task.iris.maxSteps
                                                  : kDefaultMaxSteps;
     out.loop.pauseAfterActionsMs = m_options.sleepAfterActionS * 1000.0;
+    out.loop.runawayLimit = m_options.loopLimit;
     switch (m_options.answers) {
         case AnswerSource::Model: {
             // The run holds a client of the same choice, so a local model is not loaded again:
@@ -289,17 +288,12 @@ TaskRunner::LoopOutcome TaskRunner::runLoop(agent::AgentLoop& loop) {
             }
         });
     }
-    agent::RunawayDetector runaway(m_options.loopLimit);
     outcome.result = loop.run([&](const agent::StepReport& report) {
         if (!report.actions.empty()) outcome.lastFail = isFail(report.actions.back());
-        if (m_options.loopLimit <= 0 || !outcome.runaway.empty() || !report.screenshot) return;
-        Result<cv::Mat> screen = agent::decodeImage(report.screenshot->bytes, "step screenshot");
-        if (!screen) return;
-        if (std::optional<std::string> seen = runaway.observe(*screen, report.actions)) {
-            outcome.runaway = *seen;
-            loop.requestStop();  // the evaluator still scores what is there; the flag voids it
-        }
     });
+    // The loop ended itself on a runaway loop: the evaluator still scores what is there, and the
+    // flag voids the score.
+    outcome.runaway = outcome.result.runaway;
     {
         std::lock_guard lock(watchMutex);
         loopOver = true;
@@ -419,6 +413,7 @@ agent::SessionInfo TaskRunner::sessionInfo(const TaskPlan& plan, const TaskAgent
         {"viewport",
          std::to_string(task.iris.viewportWidth) + "x" + std::to_string(task.iris.viewportHeight)},
         {"max_steps", taskAgent.loop.maxSteps},
+        {"runaway_limit", taskAgent.loop.runawayLimit},
         {"sleep_after_execution_ms", taskAgent.loop.pauseAfterActionsMs},
         {"browser", taskAgent.loop.browser},
     };

@@ -103,6 +103,34 @@ TEST(AgentLoop, StopsAtTheStepLimit) {
     EXPECT_EQ(environment.executed.size(), 3u);
 }
 
+// The same click on a screen that never changes: the run ends at the limit-th repeat, says what
+// was repeated and records it; with the limit off it runs to its step limit.
+TEST(AgentLoop, EndsARunawayLoopOfTheSameActionOnAnUnchangedScreen) {
+    FakeEnvironment environment;
+    ScriptedClient client({toolCall("click", R"({"x": 1, "y": 1})")});
+    MemoryRecorder recorder;
+    LoopOptions options = toolOptions(10);
+    options.runawayLimit = 4;
+    AgentLoop loop(environment, client, SafetyPolicy({}), nullptr, &recorder, options);
+    const LoopResult result = loop.run();
+    EXPECT_EQ(result.end, LoopEnd::Stopped);
+    EXPECT_EQ(result.steps, 4);
+    EXPECT_EQ(environment.executed.size(), 4u);
+    EXPECT_NE(result.runaway.find("repeated 4 times on an unchanged screen"), std::string::npos)
+        << result.runaway;
+    EXPECT_EQ(result.message, "runaway loop: " + result.runaway);
+    ASSERT_FALSE(recorder.events.empty());
+    EXPECT_EQ(recorder.events.back().kind, "stop");
+
+    FakeEnvironment again;
+    options.runawayLimit = 0;
+    AgentLoop unlimited(again, client, SafetyPolicy({}), nullptr, nullptr, options);
+    const LoopResult toTheEnd = unlimited.run();
+    EXPECT_EQ(toTheEnd.end, LoopEnd::MaxSteps);
+    EXPECT_EQ(toTheEnd.steps, 10);
+    EXPECT_TRUE(toTheEnd.runaway.empty());
+}
+
 TEST(AgentLoop, AStopRequestHaltsTheStepInFlight) {
     FakeEnvironment environment;
     ScriptedClient client({toolCall("click", R"({"x": 1, "y": 1})")});

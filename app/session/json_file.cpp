@@ -15,4 +15,18 @@ Result<nlohmann::json> readJsonFile(const std::filesystem::path& path, std::stri
     }
 }
 
+Status writeJsonFileAtomically(const std::filesystem::path& path, const nlohmann::json& value) {
+    const std::filesystem::path temporary = path.string() + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) return Status::ioError(temporary.string() + ": cannot write");
+        out << value.dump(2) << '\n';
+        if (!out.flush()) return Status::ioError(temporary.string() + ": write failed");
+    }
+    std::error_code error;
+    std::filesystem::rename(temporary, path, error);
+    if (error) return Status::ioError(path.string() + ": " + error.message());
+    return Status::ok();
+}
+
 }  // namespace iris::app

@@ -1,5 +1,5 @@
 #pragma once
-// Reading the JSON files Iris's commands take (task files, demonstrations, results.json), with
+// Reading (and writing) the JSON files Iris's commands take (task files, demonstrations, results.json), with
 // the errors every one of them gives: NotFound "<path>: <missing>" when the file cannot be opened,
 // Corrupt "<path>: byte N: not JSON" when it does not parse.
 #include <filesystem>
@@ -12,5 +12,9 @@
 namespace iris::app {
 
 Result<nlohmann::json> readJsonFile(const std::filesystem::path& path, std::string_view missing);
+
+// `value` indented by 2, into `path` through a temporary file beside it renamed over it, so that
+// a crash never leaves half a file. IoError names the file.
+Status writeJsonFileAtomically(const std::filesystem::path& path, const nlohmann::json& value);
 
 }  // namespace iris::app

@@ -217,18 +217,7 @@ Result<RunResults> runResultsFromJson(const nlohmann::json& value, const std::st
 }
 
 Status saveRunResults(const RunResults& results, const fs::path& dir) {
-    const fs::path file = dir / "results.json";
-    const fs::path temporary = dir / "results.json.tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out) return Status::ioError(temporary.string() + ": cannot write");
-        out << toJson(results).dump(2) << '\n';
-        if (!out.flush()) return Status::ioError(temporary.string() + ": write failed");
-    }
-    std::error_code error;
-    fs::rename(temporary, file, error);
-    if (error) return Status::ioError(file.string() + ": " + error.message());
-    return Status::ok();
+    return writeJsonFileAtomically(dir / "results.json", toJson(results));
 }
 
 Result<RunResults> loadRunResults(const fs::path& dir) {

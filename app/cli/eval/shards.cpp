@@ -175,18 +175,7 @@ Status saveShardManifest(const ShardManifest& manifest, const fs::path& dir) {
         tasks.push_back({{"file", task.file}, {"shard", task.shard}, {"cost", task.cost}});
     const json value = {
         {"shard", manifest.shard.text()}, {"tasks_path", manifest.tasksPath}, {"tasks", tasks}};
-    const fs::path file = dir / "shard.json";
-    const fs::path temporary = dir / "shard.json.tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out) return Status::ioError(temporary.string() + ": cannot write");
-        out << value.dump(2) << '\n';
-        if (!out.flush()) return Status::ioError(temporary.string() + ": write failed");
-    }
-    std::error_code error;
-    fs::rename(temporary, file, error);
-    if (error) return Status::ioError(file.string() + ": " + error.message());
-    return Status::ok();
+    return writeJsonFileAtomically(dir / "shard.json", value);
 }
 
 Result<ShardManifest> loadShardManifest(const fs::path& dir) {

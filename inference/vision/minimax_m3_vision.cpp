@@ -118,8 +118,7 @@ public:
 
     const VisionConfig& config() const override { return m_config; }
 
-    Result<std::unique_ptr<VisionEncoding>> beginEncode(
-        const ImagePatches& image) const override;
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override;
 
 private:
     Status checkImage(const ImagePatches& image) const;
@@ -322,8 +321,7 @@ void MiniMaxM3Vision::project(std::int64_t rows, Buffers& b, std::vector<float>&
     }
 }
 
-void MiniMaxM3Vision::embedPatches(const ImagePatches& image, Buffers& b,
-                                   ThreadPool& pool) const {
+void MiniMaxM3Vision::embedPatches(const ImagePatches& image, Buffers& b, ThreadPool& pool) const {
     const VisionConfig& c = m_config;
     const std::int64_t rows = image.patchCount(), width = c.width;
     rotaryTables(image, b);

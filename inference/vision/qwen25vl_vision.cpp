@@ -95,8 +95,7 @@ public:
 
     const VisionConfig& config() const override { return m_config; }
 
-    Result<std::unique_ptr<VisionEncoding>> beginEncode(
-        const ImagePatches& image) const override;
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override;
 
 private:
     // Window layout of one image: the permutation of merge units and the attention windows.
@@ -230,7 +229,8 @@ void Qwen25VlVision::attention(const float* q, const float* k, const float* vt, 
 Result<std::unique_ptr<VisionEncoding>> Qwen25VlVision::beginEncode(
     const ImagePatches& image) const {
     IRIS_RETURN_IF_ERROR(checkImage(image));
-    auto work = std::make_shared<Work>(Work{image, makeLayout(image), {}, {}, {}, {}, {}, {}, {}, {}});
+    auto work =
+        std::make_shared<Work>(Work{image, makeLayout(image), {}, {}, {}, {}, {}, {}, {}, {}});
     const int blocks = int(m_blocks.size());
     return std::make_unique<VisionEncoding>(
         blocks + 2,
@@ -256,8 +256,7 @@ void Qwen25VlVision::embedPatches(Work& w, ThreadPool& pool) const {
     w.up.resize(static_cast<std::size_t>(chunk * m_config.ffnSize));
     const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), w.image.patchValues(), width,
                             nullptr};
-    linear(patchEmbed, w.image.values.data(), w.image.patchValues(), rows, w.h.data(), width,
-           pool);
+    linear(patchEmbed, w.image.values.data(), w.image.patchValues(), rows, w.h.data(), width, pool);
     pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t j = begin; j < end; ++j) {
             std::memcpy(w.x.data() + j * 4 * width,

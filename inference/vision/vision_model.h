@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/gguf/gguf_file.h"
 #include "base/status.h"
+#include "inference/gguf/gguf_file.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
 #include "kernels/gemm.h"

@@ -331,8 +331,7 @@ public:
     ProbedTower(std::unique_ptr<VisionModel> inner, std::function<void()> beforeStage)
         : m_inner(std::move(inner)), m_beforeStage(std::move(beforeStage)) {}
     const VisionConfig& config() const override { return m_inner->config(); }
-    Result<std::unique_ptr<VisionEncoding>> beginEncode(
-        const ImagePatches& image) const override {
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override {
         Result<std::unique_ptr<VisionEncoding>> begun = m_inner->beginEncode(image);
         if (!begun) return begun.status();
         std::shared_ptr<VisionEncoding> inner = std::move(*begun);

@@ -15,7 +15,7 @@
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
 #include "app/cli/interrupt_watcher.h"
-#include "app/cli/serve/openai_server.h"
+#include "app/serve/openai_server.h"
 #include "inference/engine.h"
 #include "inference/scheduler.h"
 

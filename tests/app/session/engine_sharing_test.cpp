@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -405,6 +407,59 @@ TEST_F(SharedEngineTest, WhenThePublisherExitsTheClientLoadsItsOwnAndAnswersTheS
     expectSameAnswer(*second, loadedHere(r));
     EXPECT_EQ(asJsonText(second->text), first->text);
     EXPECT_NE(engineUseSummary(**client).find("went away"), std::string::npos);
+}
+
+// The publisher goes in the middle of an answer: a scripted server streams one chunk, drops the
+// connection, and says it is shutting down on /health, as a stopping publisher does. The client
+// loads its engine (loadHere) and the request is answered whole there, its text streamed again.
+TEST_F(SharedEngineTest, APublisherGoneMidAnswerIsAskedAgainHere) {
+    httplib::Server server;
+    server.Get("/health", [](const httplib::Request&, httplib::Response& response) {
+        response.status = 503;
+        response.set_content(R"({"status":"shutting_down"})", "application/json");
+    });
+    server.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& response) {
+        response.set_chunked_content_provider(
+            "text/event-stream", [](std::size_t, httplib::DataSink& sink) {
+                const std::string chunk =
+                    R"(data: {"id":"x","object":"chat.completion.chunk","created":1,)"
+                    R"("model":"tiny-vl.gguf","choices":[{"index":0,"delta":{"content":"partial"}}]})"
+                    "\n\n";
+                sink.write(chunk.data(), chunk.size());
+                return false;  // the connection drops before the answer ends
+            });
+    });
+    const int port = server.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread serving([&] { server.listen_after_bind(); });
+    // Bound already: the request waits in the backlog until the loop accepts it.
+
+    EngineEntry entry;
+    entry.pid = ::getppid();
+    entry.processKind = "gui";
+    entry.port = port;
+    entry.modelName = "tiny-vl.gguf";
+    int loads = 0;
+    SharedEngineClient client(entry, "tiny-vl.gguf", [&] {
+        ++loads;
+        ModelChoice c = choice();
+        c.shareEngine = false;
+        return makeModelClient(c);
+    });
+    std::string streamed;
+    const agent::ChatRequest r = request();
+    Result<agent::ChatResponse> answer = client.complete(r, [&](std::string_view text) {
+        streamed += text;
+        return true;
+    });
+    server.stop();
+    serving.join();
+    ASSERT_TRUE(answer) << answer.status().message();
+    EXPECT_EQ(loads, 1);
+    EXPECT_TRUE(client.fellBack());
+    const agent::ChatResponse expected = loadedHere(r);
+    expectSameAnswer(*answer, expected);
+    EXPECT_EQ(streamed, "partial" + expected.text);
 }
 
 TEST_F(SharedEngineTest, AKilledPublishersEntryIsCleanedAndTheEngineLoadedHere) {

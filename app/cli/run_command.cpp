@@ -177,12 +177,14 @@ int runRun(int argc, char** argv) {
         plan.loop.goal = agent::VisualGoal{*image, *goodEnough, int(*patience)};
     }
 
+    shareLocalEngines("run");
     Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
     if (!client) {
         std::cerr << "iris run: " << client.status().message() << '\n';
         return kExitError;
     }
     if (!*client) return usageError("give --model F.gguf or --endpoint URL");
+    sayWhichEngine(**client, std::cerr);
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     return runAgentSession(plan, **client, std::cout, std::cerr, &interrupts);

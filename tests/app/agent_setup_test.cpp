@@ -41,6 +41,10 @@ TEST(CliModelOptions, ChooseTheLocalEngineTheEndpointOrNone) {
     EXPECT_EQ(local->mmprojPath, "p.gguf");
     EXPECT_EQ(local->threads, 2);
     EXPECT_EQ(local->contextSize, 4096);
+    EXPECT_TRUE(local->shareEngine);
+    Result<ModelChoice> alone = choiceOf({"--model", "m.gguf", "--no-shared-engine"});
+    ASSERT_TRUE(alone) << alone.status().message();
+    EXPECT_FALSE(alone->shareEngine);
 
     Result<ModelChoice> endpoint = choiceOf({"--endpoint", "http://127.0.0.1:9/v1"});
     ASSERT_TRUE(endpoint) << endpoint.status().message();

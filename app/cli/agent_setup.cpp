@@ -153,7 +153,7 @@ void shareLocalEngines(const std::string& processKind) {
 
 void sayWhichEngine(const agent::ModelClient& client, std::ostream& out) {
     const std::string summary = engineUseSummary(client);
-    if (!summary.empty()) out << "model: " << summary << '\n';
+    if (!summary.empty()) out << "engine: " << summary << '\n';
 }
 
 std::filesystem::path sessionDatabasePath(const Arguments& args) {

@@ -58,7 +58,7 @@ Result<std::unique_ptr<agent::ModelClient>> modelClientFromArguments(const Argum
 // Turns on engine sharing for this process (app/session/engine_sharing.h), whose entries call it
 // `processKind` ("run", "eval", "replay"); a choice with --no-shared-engine still shares nothing.
 void shareLocalEngines(const std::string& processKind);
-// "model: engine of iris gui (pid 1234), shared" or "model: loaded here (...)" for a local
+// "engine: shared with iris gui (pid 1234)" or "engine: loaded here (...)" for a local
 // engine's client; nothing for a server's.
 void sayWhichEngine(const agent::ModelClient& client, std::ostream& out);
 

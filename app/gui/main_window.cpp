@@ -461,9 +461,9 @@ void MainWindow::withModelClient(const ModelChoice& choice, ClientStart start) {
                 return window->showError(tr("Model"),
                                          QString::fromStdString(loaded->status().message()));
             }
-            // "model: engine of iris eval (pid 1234), shared", as the command line says it.
+            // "engine: shared with iris eval (pid 1234)", as the command line says it.
             window->m_modelUse->setText(
-                tr("model: %1").arg(QString::fromStdString(engineUseSummary(***loaded))));
+                tr("engine: %1").arg(QString::fromStdString(engineUseSummary(***loaded))));
             start(std::move(**loaded));
         });
     }).detach();

@@ -200,7 +200,7 @@ std::unique_ptr<EnginePublication> publishLoadedEngine(
     std::shared_ptr<inference::Scheduler> scheduler, const ModelChoice& choice);
 
 // What the command line and the GUI's status bar say about the engine `client` uses:
-// "engine of iris gui (pid 1234), shared", "loaded here (published for other Iris processes)",
+// "shared with iris gui (pid 1234)", "loaded here (published for other Iris processes)",
 // "loaded here (not shared: ...)"; empty for a client that is not a local engine's.
 std::string engineUseSummary(const agent::ModelClient& client);
 

@@ -1,14 +1,14 @@
 // The publishing and attaching side of engine sharing (engine_sharing.h): the server over a
 // registry engine with its entry, the client of another process's engine and its fallback, and
 // what the front ends say about which engine they use.
-#include <sys/random.h>
-
 #include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <mutex>
 #include <system_error>
 #include <utility>
+
+#include <sys/random.h>
 
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_client.h"
@@ -81,7 +81,7 @@ Result<std::unique_ptr<EnginePublication>> EnginePublication::start(
     // A connection's thread waits for its generation: one per sequence the engine runs at once,
     // and some for requests waiting their turn and /health.
     options.httpThreads = entry->maxSessions + 8;
-    options.logRequests = false;  // the requests are the other process's to log
+    options.logRequests = false;              // the requests are the other process's to log
     options.shutdownSchedulerOnStop = false;  // this process's own clients go on using it
     std::unique_ptr<EnginePublication> publication(new EnginePublication);
     publication->m_server = std::make_unique<Server>(std::move(options));
@@ -139,8 +139,7 @@ struct SharedEngineClient::State {
     }
 };
 
-SharedEngineClient::SharedEngineClient(EngineEntry entry, std::string fileName,
-                                       LoadHere loadHere)
+SharedEngineClient::SharedEngineClient(EngineEntry entry, std::string fileName, LoadHere loadHere)
     : m_entry(std::move(entry)),
       m_fileName(std::move(fileName)),
       m_loadHere(std::move(loadHere)),
@@ -170,9 +169,8 @@ Result<agent::ChatResponse> SharedEngineClient::complete(const agent::ChatReques
         return answer;
     // The publisher exited (or stopped sharing) under this request. Text it streamed is shown
     // again from the start by the retry.
-    std::cerr << "iris: the shared engine of " << processName(m_entry)
-              << " is gone (" << answer.status().message()
-              << "); loading the model here and asking again\n";
+    std::cerr << "iris: the shared engine of " << processName(m_entry) << " is gone ("
+              << answer.status().message() << "); loading the model here and asking again\n";
     Result<std::unique_ptr<agent::ModelClient>> loaded = m_loadHere();
     if (!loaded) return loaded.status();
     agent::ModelClient* local = loaded->get();
@@ -190,17 +188,20 @@ void SharedEngineClient::cancel() {
     if (agent::ModelClient* local = m_state->localClient()) local->cancel();
 }
 
-std::string SharedEngineClient::describe() const { return "local " + m_fileName; }
+std::string SharedEngineClient::describe() const {
+    return "local " + m_fileName;
+}
 
-std::optional<inference::ImageSize> SharedEngineClient::imageSizeFor(int width,
-                                                                     int height) const {
+std::optional<inference::ImageSize> SharedEngineClient::imageSizeFor(int width, int height) const {
     if (!m_entry.image) return std::nullopt;
     Result<inference::ImageSize> size = inference::smartResize(width, height, *m_entry.image);
     if (!size) return std::nullopt;
     return *size;
 }
 
-bool SharedEngineClient::fellBack() const { return m_state->localClient() != nullptr; }
+bool SharedEngineClient::fellBack() const {
+    return m_state->localClient() != nullptr;
+}
 
 std::unique_ptr<agent::ModelClient> attachSharedEngine(const ModelChoice& choice,
                                                        LoadHere loadHere) {
@@ -215,9 +216,8 @@ std::unique_ptr<agent::ModelClient> attachSharedEngine(const ModelChoice& choice
         return entryServes(entry, choice, *model, *mmproj);
     });
     if (live.empty()) return nullptr;
-    return std::make_unique<SharedEngineClient>(std::move(live.front()),
-                                                choice.modelPath.filename().string(),
-                                                std::move(loadHere));
+    return std::make_unique<SharedEngineClient>(
+        std::move(live.front()), choice.modelPath.filename().string(), std::move(loadHere));
 }
 
 std::unique_ptr<EnginePublication> publishLoadedEngine(
@@ -247,7 +247,7 @@ std::string engineUseSummary(const agent::ModelClient& client) {
     if (const auto* shared = dynamic_cast<const SharedEngineClient*>(&client)) {
         if (shared->fellBack())
             return "loaded here (the engine of " + processName(shared->entry()) + " went away)";
-        return "engine of " + processName(shared->entry()) + ", shared";
+        return "shared with " + processName(shared->entry());
     }
     const auto* local = dynamic_cast<const agent::LocalEngineClient*>(&client);
     if (local == nullptr) return {};

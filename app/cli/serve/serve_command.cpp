@@ -129,7 +129,7 @@ std::unique_ptr<PublishedEntry> publishServedEngine(const ServeSettings& setting
     configureEngineSharing({"serve", {}});
     const std::optional<std::filesystem::path> directory = engineSharingDirectory();
     if (!settings.shareEngine || !directory) {
-        std::cerr << "iris serve: model: loaded here (not shared with other Iris processes)\n";
+        std::cerr << "iris serve: engine: loaded here (not shared with other Iris processes)\n";
         return nullptr;
     }
     Result<EngineEntry> entry = engineEntryFor(engine, settings.model, "serve");
@@ -145,7 +145,7 @@ std::unique_ptr<PublishedEntry> publishServedEngine(const ServeSettings& setting
     entry->modelName = settings.server.modelName;
     auto published = std::make_unique<PublishedEntry>(*directory, *entry);
     if (!published->written()) return nullptr;
-    std::cerr << "iris serve: model: loaded here (published for other Iris processes)\n";
+    std::cerr << "iris serve: engine: loaded here (published for other Iris processes)\n";
     return published;
 }
 

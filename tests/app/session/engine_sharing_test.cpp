@@ -4,24 +4,23 @@
 // greedy answers from as from an engine loaded here, and falls back from when it exits.
 #include "app/session/engine_sharing.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "agent/clients/local_engine_client.h"
 #include "app/session/json_file.h"
@@ -217,7 +216,8 @@ public:
         std::vector<std::string> all{IRIS_ENGINE_PUBLISHER};
         all.insert(all.end(), args.begin(), args.end());
         std::vector<char*> argv;
-        for (std::string& a : all) argv.push_back(a.data());
+        for (std::string& a : all)
+            argv.push_back(a.data());
         argv.push_back(nullptr);
         ASSERT_EQ(::posix_spawn(&m_pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
         posix_spawn_file_actions_destroy(&actions);
@@ -276,8 +276,8 @@ protected:
         m_model = m_scratch.write("tiny-vl.gguf", inference::testing::makeTinyModel(spec));
         inference::testing::TinyMmprojOptions projector;
         projector.projection = 64;
-        m_mmproj = m_scratch.write("mmproj.gguf",
-                                   inference::testing::makeTinyMmproj(projector).bytes);
+        m_mmproj =
+            m_scratch.write("mmproj.gguf", inference::testing::makeTinyMmproj(projector).bytes);
         m_directory = m_scratch.path() / "engines";
         configureEngineSharing({"eval", m_directory});
     }
@@ -293,8 +293,8 @@ protected:
         return c;
     }
     std::vector<std::string> publisherArgs(std::int64_t context, int parallel) const {
-        return {m_directory.string(), m_model.string(), m_mmproj.string(),
-                std::to_string(context), std::to_string(parallel)};
+        return {m_directory.string(), m_model.string(), m_mmproj.string(), std::to_string(context),
+                std::to_string(parallel)};
     }
 
     // A conversation with a screenshot, answered greedily.
@@ -359,7 +359,7 @@ TEST_F(SharedEngineTest, AnotherProcesssEngineAnswersAsOneLoadedHere) {
     auto* shared = dynamic_cast<SharedEngineClient*>(client->get());
     ASSERT_NE(shared, nullptr) << "loaded here instead of attaching";
     EXPECT_EQ(engineUseSummary(**client),
-              "engine of iris run (pid " + std::to_string(publisher.pid()) + "), shared");
+              "shared with iris run (pid " + std::to_string(publisher.pid()) + ")");
     EXPECT_EQ((*client)->describe(), "local tiny-vl.gguf");
 
     const agent::ChatRequest r = request();
@@ -419,15 +419,15 @@ TEST_F(SharedEngineTest, APublisherGoneMidAnswerIsAskedAgainHere) {
         response.set_content(R"({"status":"shutting_down"})", "application/json");
     });
     server.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& response) {
-        response.set_chunked_content_provider(
-            "text/event-stream", [](std::size_t, httplib::DataSink& sink) {
-                const std::string chunk =
-                    R"(data: {"id":"x","object":"chat.completion.chunk","created":1,)"
-                    R"("model":"tiny-vl.gguf","choices":[{"index":0,"delta":{"content":"partial"}}]})"
-                    "\n\n";
-                sink.write(chunk.data(), chunk.size());
-                return false;  // the connection drops before the answer ends
-            });
+        response.set_chunked_content_provider("text/event-stream", [](std::size_t,
+                                                                      httplib::DataSink& sink) {
+            const std::string chunk =
+                R"(data: {"id":"x","object":"chat.completion.chunk","created":1,)"
+                R"("model":"tiny-vl.gguf","choices":[{"index":0,"delta":{"content":"partial"}}]})"
+                "\n\n";
+            sink.write(chunk.data(), chunk.size());
+            return false;  // the connection drops before the answer ends
+        });
     });
     const int port = server.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port, 0);
@@ -475,7 +475,8 @@ TEST_F(SharedEngineTest, AKilledPublishersEntryIsCleanedAndTheEngineLoadedHere) 
     EXPECT_NE(dynamic_cast<agent::LocalEngineClient*>(client->get()), nullptr);
     // The stale entry is gone, and this process published its own engine instead.
     std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(m_directory)) files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(m_directory))
+        files.push_back(e.path());
     ASSERT_EQ(files.size(), 1u);
     EXPECT_EQ(files[0].filename().string().rfind(std::to_string(::getpid()) + "-", 0), 0u);
     EXPECT_EQ(modeOf(files[0]), 0600u);
@@ -514,7 +515,8 @@ TEST_F(SharedEngineTest, NoSharedEngineNeitherAttachesNorPublishes) {
     const std::vector<EngineEntry> live = liveEngineEntries(m_directory);
     ASSERT_EQ(live.size(), 1u);  // the publisher's only; none of this process
     std::size_t files = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(m_directory)) ++files;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(m_directory))
+        ++files;
     EXPECT_EQ(files, 1u);
 }
 

@@ -143,22 +143,24 @@ Result<cv::Mat> applyOutputTransform(const cv::Mat& buffer, int transform) {
         return Status::invalidArgument("output transform " + std::to_string(transform) +
                                        " is not a wl_output transform (0..7)");
     }
-    cv::Mat image = buffer;
-    if (transform >= 4) cv::flip(buffer, image, 1);  // flipped around the vertical axis first
     cv::Mat rotated;
     switch (transform % 4) {
         case 1:
-            cv::rotate(image, rotated, cv::ROTATE_90_CLOCKWISE);
-            return rotated;
+            cv::rotate(buffer, rotated, cv::ROTATE_90_CLOCKWISE);
+            break;
         case 2:
-            cv::rotate(image, rotated, cv::ROTATE_180);
-            return rotated;
+            cv::rotate(buffer, rotated, cv::ROTATE_180);
+            break;
         case 3:
-            cv::rotate(image, rotated, cv::ROTATE_90_COUNTERCLOCKWISE);
-            return rotated;
+            cv::rotate(buffer, rotated, cv::ROTATE_90_COUNTERCLOCKWISE);
+            break;
         default:
-            return image.clone();
+            rotated = buffer.clone();
     }
+    if (transform < 4) return rotated;
+    cv::Mat mirrored;  // the flipped transforms: turned, then mirrored left to right
+    cv::flip(rotated, mirrored, 1);
+    return mirrored;
 }
 
 }  // namespace iris::agent

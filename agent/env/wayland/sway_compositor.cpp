@@ -134,7 +134,9 @@ Status SwayCompositor::writeConfig(const SwayOptions& options) const {
     for (std::size_t i = 0; i < options.outputs.size(); ++i) {
         const SwayOutputOptions& output = options.outputs[i];
         config << "output HEADLESS-" << i + 1 << " mode " << output.width << "x" << output.height
-               << " scale " << formatScale(output.scale) << " transform " << output.transform
+               << " scale " << formatScale(output.scale) << " transform "
+               << (output.flipped ? (output.transform == 0 ? "flipped" : "flipped-") : "")
+               << (output.flipped && output.transform == 0 ? "" : std::to_string(output.transform))
                << " position " << x << " 0\n";
         x += logicalWidth(output);
     }

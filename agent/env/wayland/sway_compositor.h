@@ -22,6 +22,7 @@ struct SwayOutputOptions {
     int height = 800;
     double scale = 1.0;
     int transform = 0;  // degrees clockwise as sway's `output transform` takes them: 0, 90, 180, 270
+    bool flipped = false;  // mirrored, then turned ("flipped-90")
 };
 
 struct SwayOptions {

@@ -91,6 +91,7 @@ Status WaylandDesktopEnvironment::connect() {
     m_outputGlobal = output.globalName;
     m_outputName = output.name;
     m_area = {0, 0, output.pixelWidth(), output.pixelHeight()};
+    m_transform = output.transform;
     Result<std::unique_ptr<WaylandInput>> input =
         WaylandInput::create(*m_connection, output.output);
     if (!input) return input.status();
@@ -140,6 +141,7 @@ Result<const WaylandOutput*> WaylandDesktopEnvironment::currentOutput(const char
                                " is gone (unplugged or disabled); reset() picks the outputs again");
     }
     m_area = {0, 0, output->pixelWidth(), output->pixelHeight()};
+    m_transform = output->transform;
     return output;
 }
 
@@ -188,7 +190,7 @@ Result<Point> WaylandDesktopEnvironment::toDevice(Point point, const char* what)
 Status WaylandDesktopEnvironment::moveTo(Point device) {
     m_pointer = device;
     return m_input->moveTo(static_cast<int>(device.x), static_cast<int>(device.y), m_area.width,
-                           m_area.height);
+                           m_area.height, m_transform);
 }
 
 Status WaylandDesktopEnvironment::pointerTo(const std::optional<Point>& point, const char* what) {

@@ -145,11 +145,33 @@ Status WaylandInput::key(unsigned keycode, bool press) {
     return Status::ok();
 }
 
-Status WaylandInput::moveTo(int x, int y, int width, int height) {
-    zwlr_virtual_pointer_v1_motion_absolute(m_pointer, nowMs(), static_cast<std::uint32_t>(x),
-                                            static_cast<std::uint32_t>(y),
-                                            static_cast<std::uint32_t>(width),
-                                            static_cast<std::uint32_t>(height));
+AbsoluteMotion absoluteMotionFor(int x, int y, int width, int height, int transform) {
+    auto u = [](int value) { return static_cast<std::uint32_t>(value); };
+    // Each case inverts the turn wlroots applies (x' and y' as fractions of the extents).
+    switch (transform) {
+        case 1:  // 90
+            return {u(y), u(width - x), u(height), u(width)};
+        case 2:  // 180
+            return {u(width - x), u(height - y), u(width), u(height)};
+        case 3:  // 270
+            return {u(height - y), u(x), u(height), u(width)};
+        case 4:  // flipped
+            return {u(width - x), u(y), u(width), u(height)};
+        case 5:  // flipped 90
+            return {u(y), u(x), u(height), u(width)};
+        case 6:  // flipped 180
+            return {u(x), u(height - y), u(width), u(height)};
+        case 7:  // flipped 270
+            return {u(height - y), u(width - x), u(height), u(width)};
+        default:
+            return {u(x), u(y), u(width), u(height)};
+    }
+}
+
+Status WaylandInput::moveTo(int x, int y, int width, int height, int transform) {
+    AbsoluteMotion motion = absoluteMotionFor(x, y, width, height, transform);
+    zwlr_virtual_pointer_v1_motion_absolute(m_pointer, nowMs(), motion.x, motion.y,
+                                            motion.xExtent, motion.yExtent);
     zwlr_virtual_pointer_v1_frame(m_pointer);
     return flush("moving the pointer");
 }

@@ -5,6 +5,7 @@
 // key it lacks. Keymap changes and keystrokes travel in order on one connection, so a client
 // reads every keystroke with the keymap it was typed with: no waiting as on X11.
 // Internal to agent/env/wayland.
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,6 +27,15 @@ namespace iris::agent {
 
 class WaylandConnection;
 
+// Absolute pointer motion for a pointer bound to an output: wlroots reads it in the output's
+// unrotated (mode) orientation, as a touchscreen glued to the panel reports, and turns it by the
+// output's transform. The point and extents that land on (x, y) of the width x height picture
+// its user sees.
+struct AbsoluteMotion {
+    std::uint32_t x, y, xExtent, yExtent;
+};
+AbsoluteMotion absoluteMotionFor(int x, int y, int width, int height, int transform);
+
 class WaylandInput final {
 public:
     // Unsupported, naming the missing protocol, when the compositor lacks either manager.
@@ -35,8 +45,9 @@ public:
     WaylandInput(const WaylandInput&) = delete;
     WaylandInput& operator=(const WaylandInput&) = delete;
 
-    // (x, y) of a width x height output, in its physical pixels as its user sees it.
-    Status moveTo(int x, int y, int width, int height);
+    // (x, y) of a width x height output, in its physical pixels as its user sees it; `transform`
+    // is the output's wl_output transform.
+    Status moveTo(int x, int y, int width, int height, int transform);
     Status button(MouseButton button, bool press);
     // Wheel notches: positive dy scrolls down (towards the end), positive dx right.
     Status scroll(int dx, int dy);

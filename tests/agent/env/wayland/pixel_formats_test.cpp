@@ -101,6 +101,9 @@ TEST(PixelFormatsTest, OutputTransformsRotateAndFlip) {
     EXPECT_EQ(corner(2).at<cv::Vec3b>(0, 0)[0], 5);
     EXPECT_EQ(corner(3).at<cv::Vec3b>(0, 0)[0], 2);
     EXPECT_EQ(corner(4).at<cv::Vec3b>(0, 0)[0], 2);  // mirrored
+    cv::Mat transposed = corner(5);  // a quarter turn, then mirrored: the transpose
+    EXPECT_EQ(transposed.at<cv::Vec3b>(0, 1)[0], 3);
+    EXPECT_EQ(transposed.at<cv::Vec3b>(2, 0)[0], 2);
     EXPECT_FALSE(applyOutputTransform(buffer, 8));
 }
 

@@ -296,6 +296,42 @@ TEST_F(WaylandDesktopEnvironmentTest, SecondOutputWithItsOwnScale) {
     EXPECT_EQ(buttons[0], "button 272 1 50.500000 25.500000");
 }
 
+TEST_F(WaylandDesktopEnvironmentTest, RotatedOutputsAreSeenAsTheirUserSeesThem) {
+    // An 800x600 mode turned a quarter (sway's "transform 90") is a 600x800 desktop, whose screen
+    // copy comes in the mode's orientation and must be turned back, and whose pointer wlroots
+    // turns as well.
+    const std::pair<int, bool> transforms[] = {{90, false}, {270, false}, {90, true}, {180, true}};
+    for (auto [transform, flipped] : transforms) {
+        SCOPED_TRACE("transform " + std::to_string(transform) + (flipped ? " flipped" : ""));
+        bool sideways = transform % 180 != 0;
+        SwayOptions sway;
+        sway.outputs = {{800, 600, 1.0, transform, flipped}};
+        Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+        ASSERT_TRUE(compositor) << compositor.status().message();
+        WaylandDesktopOptions options;
+        options.display = (*compositor)->socketPath();
+        auto environment = start(options);
+        ASSERT_TRUE(environment);
+        const int width = sideways ? 600 : 800;
+        const int height = sideways ? 800 : 600;
+        EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, width, height}));
+        TestClient window((*compositor)->clientEnvironment(), 1,
+                          m_scratch.path() / ("events" + std::to_string(transform) +
+                                              (flipped ? "f" : "") + ".txt"));
+        ASSERT_TRUE(window.drawn(width, height));
+        hidePointer(*environment, window);
+        Result<Observation> observation = environment->observe();
+        ASSERT_TRUE(observation) << observation.status().message();
+        EXPECT_EQ(observation->screenshot.cols, width);
+        EXPECT_EQ(observation->screenshot.rows, height);
+        EXPECT_EQ(mismatches(observation->screenshot), 0);
+        ASSERT_TRUE(environment->execute(Click{Point{10, 500}, MouseButton::Left, 1}).status.isOk());
+        std::vector<std::string> buttons = window.linesWith("button", 1);
+        ASSERT_FALSE(buttons.empty());
+        EXPECT_EQ(buttons[0], "button 272 1 10.000000 500.000000");
+    }
+}
+
 TEST_F(WaylandDesktopEnvironmentTest, AnUnpluggedOutputFailsTheStepNamingIt) {
     // A sway nested in a headless one: its outputs are windows there, and closing a window
     // unplugs that output, as pulling a monitor's cable does.

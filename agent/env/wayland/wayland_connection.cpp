@@ -122,6 +122,8 @@ struct RegistryEvents {
         if (kind == wl_output_interface.name) {
             auto output = std::make_unique<WaylandOutput>();
             output->globalName = name;
+            // Named by xdg-output where the compositor has it (every wlroots one does).
+            output->name = "wl_output " + std::to_string(name);
             output->output = bind<wl_output>(registry, name, &wl_output_interface, version, 3);
             wl_output_add_listener(output->output, &OutputEvents::kOutput, output.get());
             self.m_outputs.push_back(std::move(output));
@@ -270,7 +272,7 @@ Status WaylandConnection::roundtrip(std::string_view what) {
 std::vector<const WaylandOutput*> WaylandConnection::outputs() const {
     std::vector<const WaylandOutput*> result;
     for (const auto& output : m_outputs) {
-        if (!output->gone && output->modeWidth > 0 && !output->name.empty())
+        if (!output->gone && output->modeWidth > 0)
             result.push_back(output.get());
     }
     std::stable_sort(result.begin(), result.end(), [](const auto* a, const auto* b) {

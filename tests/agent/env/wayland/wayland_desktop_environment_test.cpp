@@ -12,6 +12,7 @@
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/wayland/sway_compositor.h"
 #include "base/clock.h"
+#include "tests/agent/env/wayland/fake_compositor.h"
 #include "tests/agent/env/wayland/test_pattern.h"
 #include "tests/inference/models/scratch_dir.h"
 
@@ -408,6 +409,27 @@ TEST_F(WaylandDesktopEnvironmentTest, NoCompositorIsAClearError) {
     environment = WaylandDesktopEnvironment::create(missing);
     ASSERT_FALSE(environment);
     EXPECT_NE(environment.status().message().find("no-such-socket"), std::string::npos);
+}
+
+TEST(WaylandDesktopEnvironmentErrorsTest, ACompositorWithoutScreenCopiesNamesWhatIsMissing) {
+    // As GNOME and KDE: outputs and a seat, but neither screen-copy protocol.
+    inference::testing::ScratchDir scratch("iris-wayland-fake");
+    testing::FakeCompositor compositor((scratch.path() / "wayland-fake").string());
+    ASSERT_TRUE(compositor.ok());
+    WaylandDesktopOptions options;
+    options.display = compositor.socketPath();
+    Result<std::unique_ptr<WaylandDesktopEnvironment>> environment =
+        WaylandDesktopEnvironment::create(options);
+    ASSERT_FALSE(environment);
+    EXPECT_EQ(environment.status().code(), StatusCode::Unsupported);
+    const std::string& message = environment.status().message();
+    EXPECT_NE(message.find(compositor.socketPath() +
+                           " offers no zwlr_screencopy_manager_v1 nor "
+                           "ext_image_copy_capture_manager_v1"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("GNOME and KDE need the xdg-desktop-portal"), std::string::npos);
+    EXPECT_NE(message.find("--env desktop:x11"), std::string::npos);
 }
 
 TEST_F(WaylandDesktopEnvironmentTest, ResetRestartsTheCompositorAndTheStartCommand) {

@@ -58,6 +58,7 @@ WaylandDesktopEnvironment::~WaylandDesktopEnvironment() {
 }
 
 Status WaylandDesktopEnvironment::connect() {
+    m_lost.clear();
     std::size_t wantedOutputs = static_cast<std::size_t>(m_options.output) + 1;
     if (m_options.privateCompositor) {
         SwayOptions sway;
@@ -127,11 +128,15 @@ Status WaylandDesktopEnvironment::reset() {
 }
 
 Result<const WaylandOutput*> WaylandDesktopEnvironment::currentOutput(const char* what) {
-    if (!m_connection) return Status::ioError("desktop: not connected (a reset failed)");
+    if (!m_connection) {
+        return Status::ioError(m_lost.empty() ? "desktop: not connected (a reset failed)" : m_lost);
+    }
     if (m_private && !m_private->running()) {
+        // Every later step says the same, not merely that the connection is gone.
+        m_lost = "desktop: the private sway at " + m_displayName +
+                 " has exited; reset() starts a new one";
         disconnect();
-        return Status::ioError("desktop: the private sway at " + m_displayName +
-                               " has exited; reset() starts a new one");
+        return Status::ioError(m_lost);
     }
     // Picks up removed outputs and a changed mode before the step uses them.
     IRIS_RETURN_IF_ERROR(m_connection->roundtrip(what));

@@ -96,6 +96,7 @@ private:
     std::unique_ptr<ChildProcess> m_command;
     std::string m_displayName;
     std::string m_outputName;
+    std::string m_lost;  // why the connection was dropped, for every step after that
     std::uint32_t m_outputGlobal = 0;
     Monitor m_area;
     int m_transform = 0;  // the observed output's wl_output transform

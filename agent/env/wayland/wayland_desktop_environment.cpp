@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <type_traits>
 
-#include <opencv2/imgproc.hpp>
-
 #include "agent/env/desktop/child_process.h"
+#include "agent/env/desktop/desktop_actions.h"
 #include "agent/env/wayland/sway_compositor.h"
 #include "agent/env/wayland/wayland_connection.h"
 #include "agent/env/wayland/wayland_input.h"
@@ -17,17 +15,9 @@
 namespace iris::agent {
 namespace {
 
-constexpr int kMaxScrollNotches = 200;
-constexpr double kMaxWaitSeconds = 600;
 constexpr int kDragSteps = 10;
 constexpr std::chrono::milliseconds kOutputsTimeout{10000};
 constexpr std::chrono::milliseconds kExistingOutputsTimeout{2000};
-
-std::string formatPoint(Point p) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "(%g, %g)", p.x, p.y);
-    return text;
-}
 
 }  // namespace
 
@@ -163,33 +153,15 @@ Result<Observation> WaylandDesktopEnvironment::observe() {
     observation.capturedAtMs = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-    if (m_options.observationScale < 1.0) {
-        int width =
-            std::max(1, static_cast<int>(std::lround(m_area.width * m_options.observationScale)));
-        int height =
-            std::max(1, static_cast<int>(std::lround(m_area.height * m_options.observationScale)));
-        cv::resize(*captured, observation.screenshot, cv::Size(width, height), 0, 0,
-                   cv::INTER_AREA);
-    } else {
-        observation.screenshot = std::move(*captured);
-    }
+    observation.screenshot =
+        shrinkForObservation(std::move(*captured), m_area, m_options.observationScale);
     observation.devicePixelRatio = 1.0 / m_options.observationScale;
     // No window title: wlroots offers it only through the foreign-toplevel protocol.
     return observation;
 }
 
 Result<Point> WaylandDesktopEnvironment::toDevice(Point point, const char* what) const {
-    double width = std::round(m_area.width * m_options.observationScale);
-    double height = std::round(m_area.height * m_options.observationScale);
-    // The far edge is accepted: models often answer with the screenshot's width itself.
-    if (!(point.x >= 0 && point.y >= 0 && point.x <= width && point.y <= height)) {
-        return Status::invalidArgument(std::string(what) + ": " + formatPoint(point) +
-                                       " is outside the " + formatPoint({width, height}) +
-                                       " screenshot");
-    }
-    double ratio = 1.0 / m_options.observationScale;
-    return Point{std::min(std::round(point.x * ratio), static_cast<double>(m_area.width - 1)),
-                 std::min(std::round(point.y * ratio), static_cast<double>(m_area.height - 1))};
+    return observationToDevice(point, m_area, m_options.observationScale, what);
 }
 
 Status WaylandDesktopEnvironment::moveTo(Point device) {
@@ -231,14 +203,12 @@ Status WaylandDesktopEnvironment::drag(const Drag& drag) {
 }
 
 Status WaylandDesktopEnvironment::run(const Action& action) {
+    if (std::optional<Status> common = runCommonDesktopAction(action)) return *common;
     return std::visit(
         [this](const auto& a) -> Status {
             using T = std::decay_t<decltype(a)>;
             if constexpr (std::is_same_v<T, Click>) {
-                if (a.count < 1 || a.count > 3) {
-                    return Status::invalidArgument("click: count must be 1, 2 or 3, not " +
-                                                   std::to_string(a.count));
-                }
+                IRIS_RETURN_IF_ERROR(checkClick(a));
                 IRIS_RETURN_IF_ERROR(pointerTo(a.at, "click"));
                 return click(a.button, a.count);
             } else if constexpr (std::is_same_v<T, MoveTo>) {
@@ -248,12 +218,7 @@ Status WaylandDesktopEnvironment::run(const Action& action) {
             } else if constexpr (std::is_same_v<T, Drag>) {
                 return drag(a);
             } else if constexpr (std::is_same_v<T, Scroll>) {
-                if (std::abs(a.dx) > kMaxScrollNotches || std::abs(a.dy) > kMaxScrollNotches) {
-                    return Status::invalidArgument(
-                        "scroll: at most " + std::to_string(kMaxScrollNotches) +
-                        " notches per direction, not (" + std::to_string(a.dx) + ", " +
-                        std::to_string(a.dy) + ")");
-                }
+                IRIS_RETURN_IF_ERROR(checkScroll(a));
                 IRIS_RETURN_IF_ERROR(pointerTo(a.at, "scroll"));
                 return m_input->scroll(a.dx, a.dy);
             } else if constexpr (std::is_same_v<T, TypeText>) {
@@ -264,22 +229,8 @@ Status WaylandDesktopEnvironment::run(const Action& action) {
                 return m_input->keyDown(a.key);
             } else if constexpr (std::is_same_v<T, KeyUp>) {
                 return m_input->keyUp(a.key);
-            } else if constexpr (std::is_same_v<T, Wait>) {
-                if (!(a.seconds >= 0 && a.seconds <= kMaxWaitSeconds)) {
-                    return Status::invalidArgument("wait: seconds must be in [0, 600], not " +
-                                                   std::to_string(a.seconds));
-                }
-                std::this_thread::sleep_for(std::chrono::duration<double>(a.seconds));
-                return Status::ok();
-            } else if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, Fail>) {
-                return Status::ok();
-            } else if constexpr (std::is_same_v<T, Navigate>) {
-                return Status::unsupported(
-                    "navigate: the desktop has no address bar of its own; open a browser and "
-                    "type the URL instead");
             } else {
-                return Status::unsupported(
-                    "file actions are carried out by the workspace, not the desktop");
+                return Status::internal("desktop: an action runCommonDesktopAction should answer");
             }
         },
         action);

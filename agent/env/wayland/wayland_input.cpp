@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
 #include <sys/mman.h>
@@ -11,7 +10,7 @@
 #include <xkbcommon/xkbcommon.h>
 
 #include "agent/env/wayland/wayland_connection.h"
-#include "base/utf8.h"
+#include "agent/env/desktop/desktop_actions.h"
 #include "virtual-keyboard-unstable-v1-client-protocol.h"
 #include "wlr-virtual-pointer-unstable-v1-client-protocol.h"
 
@@ -229,26 +228,12 @@ Status WaylandInput::typeKeycodes(const std::vector<unsigned>& keycodes) {
 }
 
 Status WaylandInput::typeText(std::string_view utf8) {
-    Result<std::u32string> codePoints = utf8::decode(utf8);
-    if (!codePoints) return codePoints.status().withContext("type: ");
-    std::vector<KeySymbol> keysyms;
-    for (std::size_t i = 0; i < codePoints->size(); ++i) {
-        char32_t c = (*codePoints)[i];
-        if (c == U'\r' && i + 1 < codePoints->size() && (*codePoints)[i + 1] == U'\n') continue;
-        KeySymbol keysym = keysymForCodePoint(c);
-        if (keysym == 0) {
-            char code[16];
-            std::snprintf(code, sizeof(code), "U+%04X", static_cast<unsigned>(c));
-            return Status::invalidArgument("type: character " + std::string(code) +
-                                           " at position " + std::to_string(i) +
-                                           " is a control character with no key");
-        }
-        keysyms.push_back(keysym);
-    }
+    Result<std::vector<KeySymbol>> keysyms = keysymsForText(utf8);
+    if (!keysyms) return keysyms.status();
     // Keys for as many characters as there are free keycodes, typed, then the next stretch.
     std::vector<unsigned> pending;
     std::set<unsigned> keep = m_heldKeys;
-    for (KeySymbol keysym : keysyms) {
+    for (KeySymbol keysym : *keysyms) {
         Result<unsigned> keycode = m_keys.keycodeFor(keysym, keep);
         if (!keycode && !pending.empty()) {
             IRIS_RETURN_IF_ERROR(typeKeycodes(pending));

@@ -12,6 +12,7 @@
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/wayland/sway_compositor.h"
 #include "base/clock.h"
+#include "tests/agent/env/desktop/desktop_contract.h"
 #include "tests/agent/env/wayland/fake_compositor.h"
 #include "tests/agent/env/wayland/test_pattern.h"
 #include "tests/inference/models/scratch_dir.h"
@@ -379,17 +380,7 @@ TEST_F(WaylandDesktopEnvironmentTest, AnUnpluggedOutputFailsTheStepNamingIt) {
 TEST_F(WaylandDesktopEnvironmentTest, RejectsWhatTheDesktopCannotDo) {
     auto environment = start(output(320, 240, 1));
     ASSERT_TRUE(environment);
-    EXPECT_EQ(environment->execute(Navigate{"https://example.org"}).status.code(),
-              StatusCode::Unsupported);
-    EXPECT_EQ(environment->execute(WriteFile{"a.txt", "x"}).status.code(), StatusCode::Unsupported);
-    ActionResult outside = environment->execute(Click{Point{321, 10}, MouseButton::Left, 1});
-    EXPECT_EQ(outside.status.code(), StatusCode::InvalidArgument);
-    EXPECT_NE(outside.status.message().find("(321, 10)"), std::string::npos);
-    EXPECT_EQ(environment->execute(PressKeys{{"ctrl", "nosuchkey"}}).status.code(),
-              StatusCode::InvalidArgument);
-    EXPECT_EQ(environment->execute(TypeText{"a\xff"}).status.code(), StatusCode::InvalidArgument);
-    EXPECT_EQ(environment->execute(TypeText{"a\x01"}).status.code(), StatusCode::InvalidArgument);
-    EXPECT_TRUE(environment->execute(Done{"ok"}).status.isOk());
+    testing::expectDesktopRejectsWhatItCannotDo(*environment);
     WaylandDesktopOptions badScale = output(320, 240, 1);
     badScale.observationScale = 0;
     EXPECT_FALSE(WaylandDesktopEnvironment::create(badScale));

@@ -22,6 +22,25 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// The lines of `file` that start with `prefix` (all when it is empty), once there are `count`
+// of them or five seconds have passed.
+std::vector<std::string> linesOf(const std::filesystem::path& file, const std::string& prefix,
+                                 std::size_t count) {
+    std::vector<std::string> lines;
+    auto deadline = Clock::now() + milliseconds(5000);
+    do {
+        lines.clear();
+        std::ifstream in(file);
+        for (std::string line; std::getline(in, line);) {
+            if (prefix.empty() || line.rfind(prefix + " ", 0) == 0 || line == prefix)
+                lines.push_back(line);
+        }
+        if (lines.size() >= count) break;
+        std::this_thread::sleep_for(milliseconds(10));
+    } while (Clock::now() < deadline);
+    return lines;
+}
+
 // The test client (wayland_test_client.cpp) on a compositor, and the events it wrote.
 class TestClient {
 public:
@@ -49,20 +68,9 @@ public:
         return false;
     }
 
-    // The lines starting with `prefix`, once there are `count` (or after five seconds).
+    // The event lines starting with `prefix`, once there are `count` (or after five seconds).
     std::vector<std::string> linesWith(const std::string& prefix, std::size_t count) const {
-        std::vector<std::string> lines;
-        auto deadline = Clock::now() + milliseconds(5000);
-        do {
-            lines.clear();
-            std::ifstream in(m_events);
-            for (std::string line; std::getline(in, line);) {
-                if (line.rfind(prefix + " ", 0) == 0 || line == prefix) lines.push_back(line);
-            }
-            if (lines.size() >= count) break;
-            std::this_thread::sleep_for(milliseconds(10));
-        } while (Clock::now() < deadline);
-        return lines;
+        return linesOf(m_events, prefix, count);
     }
 
     // The text typed into the client: the UTF-8 of every key press without ctrl.
@@ -428,26 +436,13 @@ TEST_F(WaylandDesktopEnvironmentTest, ResetRestartsTheCompositorAndTheStartComma
     WaylandDesktopOptions options = output(320, 240, 1);
     options.startCommand = {"/bin/sh", "-c",
                             "echo \"$WAYLAND_DISPLAY\" >> '" + log.string() + "'; exec sleep 60"};
-    auto lines = [&log](std::size_t count) {
-        std::vector<std::string> result;
-        auto deadline = Clock::now() + milliseconds(3000);
-        do {
-            result.clear();
-            std::ifstream in(log);
-            for (std::string line; std::getline(in, line);)
-                result.push_back(line);
-            if (result.size() >= count) break;
-            std::this_thread::sleep_for(milliseconds(10));
-        } while (Clock::now() < deadline);
-        return result;
-    };
     auto environment = start(options);
     ASSERT_TRUE(environment);
     std::string first = environment->displayName();
-    ASSERT_EQ(lines(1).size(), 1u);
+    ASSERT_EQ(linesOf(log, "", 1).size(), 1u);
     ASSERT_TRUE(environment->reset().isOk());
     ASSERT_TRUE(environment->observe());
-    std::vector<std::string> started = lines(2);
+    std::vector<std::string> started = linesOf(log, "", 2);
     ASSERT_EQ(started.size(), 2u);
     EXPECT_EQ(started[0], first);
     EXPECT_EQ(started[1], environment->displayName());

@@ -169,8 +169,13 @@ Result<std::unique_ptr<WaylandConnection>> WaylandConnection::open(const std::st
     }
     wl_display* connection = wl_display_connect(name.c_str());
     if (connection == nullptr) {
+        const char* runtimeDir = std::getenv("XDG_RUNTIME_DIR");
+        // A bare socket name is looked up in $XDG_RUNTIME_DIR, which root shells often lack.
+        std::string hint = name.front() != '/' && (runtimeDir == nullptr || *runtimeDir == '\0')
+                               ? "; $XDG_RUNTIME_DIR is not set, so give the socket's full path"
+                               : "";
         return Status::ioError("desktop: cannot connect to the Wayland compositor at '" + name +
-                               "' (" + std::strerror(errno) + ")");
+                               "' (" + std::strerror(errno) + ")" + hint);
     }
     std::unique_ptr<WaylandConnection> result(new WaylandConnection(connection, name));
     IRIS_RETURN_IF_ERROR(result->bindGlobals());

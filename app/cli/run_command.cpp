@@ -113,8 +113,9 @@ int runRun(int argc, char** argv) {
     std::string env = args->value("env").value_or("");
     if (env.empty())
         env = !startUrl.empty() ? "url:" + startUrl : (args->has("target") ? "web:." : "");
-    if (env.empty()) return usageError(
-        "give --env (web:DIR, url:URL, desktop[:x11|:wayland], desktop:private[-wayland])");
+    if (env.empty())
+        return usageError(
+            "give --env (web:DIR, url:URL, desktop[:x11|:wayland], desktop:private[-wayland])");
     Result<EnvironmentSpec> environment = parseEnvironmentSpec(env);
     if (!environment) return usageError(environment.status().message());
     plan.environment = *environment;

@@ -27,6 +27,7 @@ struct EnvironmentSpec {
 // The desktop this process runs in: Wayland when $WAYLAND_DISPLAY is set or $XDG_SESSION_TYPE
 // is "wayland", else X11.
 EnvironmentSpec::Protocol sessionDesktopProtocol();
+
 // A web project's folder must exist; it is kept canonical. Errors name the text as --env.
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text);
 // The --env form of `spec` (a web project by its canonical folder), as sessions record it.

@@ -41,7 +41,8 @@ Status checkScroll(const Scroll& scroll) {
 
 std::optional<Status> runCommonDesktopAction(const Action& action) {
     if (isFileAction(action)) {
-        return Status::unsupported("file actions are carried out by the workspace, not the desktop");
+        return Status::unsupported(
+            "file actions are carried out by the workspace, not the desktop");
     }
     return std::visit(
         [](const auto& a) -> std::optional<Status> {

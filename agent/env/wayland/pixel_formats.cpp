@@ -13,7 +13,7 @@ namespace {
 struct Layout {
     int bytes = 4;
     bool packed = false;
-    int blue = 0, green = 0, red = 0;           // byte offsets, or shifts when packed
+    int blue = 0, green = 0, red = 0;              // byte offsets, or shifts when packed
     int blueBits = 8, greenBits = 8, redBits = 8;  // packed only
 };
 

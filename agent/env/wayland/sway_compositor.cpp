@@ -43,7 +43,8 @@ bool accepts(const std::string& path) {
         return false;
     }
     path.copy(address.sun_path, path.size());
-    bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+    bool connected =
+        ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
     ::close(fd);
     return connected;
 }
@@ -67,8 +68,9 @@ Result<std::unique_ptr<SwayCompositor>> SwayCompositor::start(const SwayOptions&
     if (!sway) return Status::notFound("sway not found; install the sway package");
     if (options.outputs.empty()) return Status::invalidArgument("sway: at least one output");
     for (const SwayOutputOptions& output : options.outputs) {
-        if (output.width < 16 || output.height < 16 || !(output.scale >= 0.5 && output.scale <= 4) ||
-            output.transform % 90 != 0 || output.transform < 0 || output.transform > 270) {
+        if (output.width < 16 || output.height < 16 ||
+            !(output.scale >= 0.5 && output.scale <= 4) || output.transform % 90 != 0 ||
+            output.transform < 0 || output.transform > 270) {
             return Status::invalidArgument("sway: output " + std::to_string(output.width) + "x" +
                                            std::to_string(output.height) + " scale " +
                                            formatScale(output.scale) + " transform " +
@@ -105,13 +107,14 @@ Result<std::unique_ptr<SwayCompositor>> SwayCompositor::start(const SwayOptions&
     spawn.argv.insert(spawn.argv.end(), {*sway, "-c", pattern + "/config"});
     const bool nested = !options.hostDisplay.empty();
     const std::string outputCount = std::to_string(options.outputs.size());
-    spawn.environment = {
-        "XDG_RUNTIME_DIR=" + pattern, "WLR_RENDERER=pixman", "WLR_LIBINPUT_NO_DEVICES=1",
-        nested ? "WLR_BACKENDS=wayland" : "WLR_BACKENDS=headless",
-        (nested ? "WLR_WL_OUTPUTS=" : "WLR_HEADLESS_OUTPUTS=") + outputCount,
-        // Not nested into the caller's session unless asked; the IPC socket at a known place
-        // (sway would take an inherited $SWAYSOCK as its own).
-        "WAYLAND_DISPLAY=" + options.hostDisplay, "DISPLAY=", "SWAYSOCK=" + pattern + "/sway-ipc.sock"};
+    spawn.environment = {"XDG_RUNTIME_DIR=" + pattern, "WLR_RENDERER=pixman",
+                         "WLR_LIBINPUT_NO_DEVICES=1",
+                         nested ? "WLR_BACKENDS=wayland" : "WLR_BACKENDS=headless",
+                         (nested ? "WLR_WL_OUTPUTS=" : "WLR_HEADLESS_OUTPUTS=") + outputCount,
+                         // Not nested into the caller's session unless asked; the IPC socket at a
+                         // known place (sway would take an inherited $SWAYSOCK as its own).
+                         "WAYLAND_DISPLAY=" + options.hostDisplay,
+                         "DISPLAY=", "SWAYSOCK=" + pattern + "/sway-ipc.sock"};
     spawn.outputFd = log;
     Result<std::unique_ptr<ChildProcess>> server = ChildProcess::spawn(spawn);
     if (log >= 0) ::close(log);
@@ -150,7 +153,8 @@ Status SwayCompositor::waitForSockets(milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (!m_server->running()) {
-            return Status::ioError("sway " + describeWaitStatus(m_server->waitStatus().value_or(0)) +
+            return Status::ioError("sway " +
+                                   describeWaitStatus(m_server->waitStatus().value_or(0)) +
                                    " before it was ready" + logTail());
         }
         std::error_code error;
@@ -160,8 +164,7 @@ Status SwayCompositor::waitForSockets(milliseconds timeout) {
             if (name.starts_with("wayland-")) m_socketPath = entry.path().string();
         }
         // The IPC socket opens after the Wayland one, once the config has been read.
-        if (!m_socketPath.empty() && accepts(m_socketPath) &&
-            accepts(m_ipcPath)) {
+        if (!m_socketPath.empty() && accepts(m_socketPath) && accepts(m_ipcPath)) {
             return Status::ok();
         }
         std::this_thread::sleep_for(milliseconds(20));

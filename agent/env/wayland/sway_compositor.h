@@ -21,7 +21,8 @@ struct SwayOutputOptions {
     int width = 1280;  // the mode, physical pixels
     int height = 800;
     double scale = 1.0;
-    int transform = 0;  // degrees clockwise as sway's `output transform` takes them: 0, 90, 180, 270
+    int transform =
+        0;  // degrees clockwise as sway's `output transform` takes them: 0, 90, 180, 270
     bool flipped = false;  // mirrored, then turned ("flipped-90")
 };
 

@@ -77,8 +77,9 @@ Result<unsigned> VirtualKeymap::keycodeFor(KeySymbol keysym, const std::set<unsi
         if (m_keys.count(keycode) == 0 && !isFixed(keycode)) chosen = keycode;
     }
     if (chosen == 0) {
-        auto recyclable = std::find_if(m_recent.begin(), m_recent.end(),
-                                       [&keep](unsigned keycode) { return keep.count(keycode) == 0; });
+        auto recyclable = std::find_if(m_recent.begin(), m_recent.end(), [&keep](unsigned keycode) {
+            return keep.count(keycode) == 0;
+        });
         if (recyclable == m_recent.end()) {
             return Status::outOfRange("every virtual keycode is in use");
         }
@@ -113,7 +114,8 @@ std::string VirtualKeymap::text() const {
             continue;
         out << "  key <I" << keycode << "> { type = \"ONE_LEVEL\", [ " << name << " ] };\n";
         const char* modifier = modifierOf(keysym);
-        if (*modifier != '\0') out << "  modifier_map " << modifier << " { <I" << keycode << "> };\n";
+        if (*modifier != '\0')
+            out << "  modifier_map " << modifier << " { <I" << keycode << "> };\n";
     }
     out << "};\n};\n";
     return out.str();

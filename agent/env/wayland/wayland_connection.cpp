@@ -52,7 +52,8 @@ const zwlr_screencopy_frame_v1_listener kFrameEvents = {
                 std::uint32_t flags) { static_cast<Frame*>(data)->flags = flags; },
     .ready = [](void* data, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t,
                 std::uint32_t) { static_cast<Frame*>(data)->ready = true; },
-    .failed = [](void* data, zwlr_screencopy_frame_v1*) { static_cast<Frame*>(data)->failed = true; },
+    .failed = [](void* data,
+                 zwlr_screencopy_frame_v1*) { static_cast<Frame*>(data)->failed = true; },
     .damage = [](void*, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t, std::uint32_t,
                  std::uint32_t) {},
     .linux_dmabuf = [](void*, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t,
@@ -76,6 +77,40 @@ struct ShmBuffer {
     }
 };
 
+// The first shared-memory buffer type of `frame` whose pixel format Iris converts.
+Result<Frame::Offer> chooseOffer(const Frame& frame, const std::string& what) {
+    if (frame.failed) {
+        return Status::ioError(what +
+                               ": the compositor refused (the output may have been disabled or "
+                               "unplugged)");
+    }
+    std::string formats;
+    for (const Frame::Offer& offer : frame.offers) {
+        if (canConvertShmFormat(offer.format)) return offer;
+        formats += (formats.empty() ? "" : ", ") + shmFormatName(offer.format);
+    }
+    return Status::unsupported(what + ": none of the offered pixel formats (" + formats +
+                               ") is one Iris converts");
+}
+
+Status allocateShm(ShmBuffer& shm, wl_shm* globalShm, const Frame::Offer& offer,
+                   const std::string& what) {
+    shm.size = static_cast<std::size_t>(offer.stride) * offer.height;
+    shm.fd = ::memfd_create("iris-screen-copy", MFD_CLOEXEC);
+    if (shm.fd < 0 || ::ftruncate(shm.fd, static_cast<off_t>(shm.size)) != 0) {
+        return Status::ioError(what + ": cannot allocate " + std::to_string(shm.size) +
+                               " bytes of shared memory");
+    }
+    shm.data = ::mmap(nullptr, shm.size, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0);
+    if (shm.data == MAP_FAILED) return Status::ioError(what + ": mmap of the buffer failed");
+    shm.pool = wl_shm_create_pool(globalShm, shm.fd, static_cast<std::int32_t>(shm.size));
+    shm.buffer =
+        wl_shm_pool_create_buffer(shm.pool, 0, static_cast<std::int32_t>(offer.width),
+                                  static_cast<std::int32_t>(offer.height),
+                                  static_cast<std::int32_t>(offer.stride), offer.format);
+    return Status::ok();
+}
+
 }  // namespace
 
 struct OutputEvents {
@@ -85,8 +120,8 @@ struct OutputEvents {
                        std::int32_t, std::int32_t, const char*, const char*,
                        std::int32_t transform) { of(data).transform = transform; },
         .mode =
-            [](void* data, wl_output*, std::uint32_t flags, std::int32_t width,
-               std::int32_t height, std::int32_t) {
+            [](void* data, wl_output*, std::uint32_t flags, std::int32_t width, std::int32_t height,
+               std::int32_t) {
                 if ((flags & WL_OUTPUT_MODE_CURRENT) == 0) return;
                 of(data).modeWidth = width;
                 of(data).modeHeight = height;
@@ -114,8 +149,8 @@ struct OutputEvents {
 };
 
 struct RegistryEvents {
-    static void global(void* data, wl_registry* registry, std::uint32_t name,
-                       const char* interface, std::uint32_t version) {
+    static void global(void* data, wl_registry* registry, std::uint32_t name, const char* interface,
+                       std::uint32_t version) {
         auto& self = *static_cast<WaylandConnection*>(data);
         std::string_view kind = interface;
         self.m_interfaces.emplace_back(kind);
@@ -227,12 +262,13 @@ Status WaylandConnection::connectionError(std::string_view what) const {
         std::uint32_t id = 0;
         std::uint32_t protocolCode = wl_display_get_protocol_error(m_display, &interface, &id);
         return Status::ioError(std::string(what) + ": the Wayland compositor at " + m_name +
-                               " reported protocol error " + std::to_string(protocolCode) +
-                               " on " + (interface != nullptr ? interface->name : "an object") +
-                               "@" + std::to_string(id));
+                               " reported protocol error " + std::to_string(protocolCode) + " on " +
+                               (interface != nullptr ? interface->name : "an object") + "@" +
+                               std::to_string(id));
     }
-    return Status::ioError(std::string(what) + ": lost the connection to the Wayland compositor at " +
-                           m_name + " (" + std::strerror(code != 0 ? code : EPIPE) + ")");
+    return Status::ioError(std::string(what) +
+                           ": lost the connection to the Wayland compositor at " + m_name + " (" +
+                           std::strerror(code != 0 ? code : EPIPE) + ")");
 }
 
 Status WaylandConnection::dispatchUntil(const std::function<bool()>& done, milliseconds timeout,
@@ -241,8 +277,8 @@ Status WaylandConnection::dispatchUntil(const std::function<bool()>& done, milli
     while (true) {
         if (wl_display_dispatch_pending(m_display) < 0) return connectionError(what);
         if (done()) return Status::ok();
-        auto left = std::chrono::duration_cast<milliseconds>(deadline -
-                                                             std::chrono::steady_clock::now());
+        auto left =
+            std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             return Status::ioError(std::string(what) + ": the Wayland compositor at " + m_name +
                                    " did not answer within " + std::to_string(timeout.count()) +
@@ -277,8 +313,7 @@ Status WaylandConnection::roundtrip(std::string_view what) {
 std::vector<const WaylandOutput*> WaylandConnection::outputs() const {
     std::vector<const WaylandOutput*> result;
     for (const auto& output : m_outputs) {
-        if (!output->gone && output->modeWidth > 0)
-            result.push_back(output.get());
+        if (!output->gone && output->modeWidth > 0) result.push_back(output.get());
     }
     std::stable_sort(result.begin(), result.end(), [](const auto* a, const auto* b) {
         return std::pair(a->logicalX, a->logicalY) < std::pair(b->logicalX, b->logicalY);
@@ -327,10 +362,8 @@ Status WaylandConnection::requireScreenCopy() const {
 
 Result<cv::Mat> WaylandConnection::capture(const WaylandOutput& output) {
     IRIS_RETURN_IF_ERROR(requireScreenCopy());
-    const std::string what = "capturing output " + output.name;
-    if (output.gone) {
-        return Status::ioError("desktop: " + what + ": the output is gone (unplugged or disabled)");
-    }
+    const std::string what = "desktop: capturing output " + output.name;
+    if (output.gone) return Status::ioError(what + ": the output is gone (unplugged or disabled)");
     Frame frame;
     // With the pointer, always: compositors that draw it in software (the headless backend)
     // cannot leave it out, so leaving it out elsewhere would make observations differ by
@@ -340,53 +373,25 @@ Result<cv::Mat> WaylandConnection::capture(const WaylandOutput& output) {
     zwlr_screencopy_frame_v1_add_listener(proxy, &kFrameEvents, &frame);
     const bool announcesDone = zwlr_screencopy_frame_v1_get_version(proxy) >= 3;
     ShmBuffer shm;
-    auto finish = [&](Status status) -> Status {
-        zwlr_screencopy_frame_v1_destroy(proxy);
-        return status;
-    };
-    Status offered = dispatchUntil(
+    Status copied = dispatchUntil(
         [&] { return frame.failed || (announcesDone ? frame.buffersDone : !frame.offers.empty()); },
         kCaptureTimeout, what);
-    if (!offered.isOk()) return finish(offered);
-    auto usable = std::find_if(frame.offers.begin(), frame.offers.end(),
-                               [](const Frame::Offer& o) { return canConvertShmFormat(o.format); });
-    if (frame.failed || usable == frame.offers.end()) {
-        std::string formats;
-        for (const Frame::Offer& o : frame.offers)
-            formats += (formats.empty() ? "" : ", ") + shmFormatName(o.format);
-        return finish(frame.failed ? Status::ioError("desktop: " + what +
-                                                     ": the compositor refused (the output may "
-                                                     "have been disabled or unplugged)")
-                                   : Status::unsupported("desktop: " + what + ": offered pixel "
-                                                         "formats (" + formats +
-                                                         ") are none Iris converts"));
+    Result<Frame::Offer> offer = copied.isOk() ? chooseOffer(frame, what) : copied;
+    if (offer) copied = allocateShm(shm, m_shm, *offer, what);
+    if (offer && copied.isOk()) {
+        zwlr_screencopy_frame_v1_copy(proxy, shm.buffer);
+        copied = dispatchUntil([&] { return frame.ready || frame.failed; }, kCaptureTimeout, what);
     }
-    shm.size = static_cast<std::size_t>(usable->stride) * usable->height;
-    shm.fd = ::memfd_create("iris-screen-copy", MFD_CLOEXEC);
-    if (shm.fd < 0 || ::ftruncate(shm.fd, static_cast<off_t>(shm.size)) != 0) {
-        return finish(Status::ioError("desktop: " + what + ": cannot allocate " +
-                                      std::to_string(shm.size) + " bytes of shared memory"));
-    }
-    shm.data = ::mmap(nullptr, shm.size, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0);
-    if (shm.data == MAP_FAILED) return finish(Status::ioError("desktop: " + what + ": mmap failed"));
-    shm.pool = wl_shm_create_pool(m_shm, shm.fd, static_cast<std::int32_t>(shm.size));
-    shm.buffer = wl_shm_pool_create_buffer(
-        shm.pool, 0, static_cast<std::int32_t>(usable->width),
-        static_cast<std::int32_t>(usable->height), static_cast<std::int32_t>(usable->stride),
-        usable->format);
-    zwlr_screencopy_frame_v1_copy(proxy, shm.buffer);
-    Status copied = dispatchUntil([&] { return frame.ready || frame.failed; }, kCaptureTimeout, what);
-    if (!copied.isOk()) return finish(copied);
+    zwlr_screencopy_frame_v1_destroy(proxy);
+    if (!offer) return offer.status();
+    IRIS_RETURN_IF_ERROR(copied);
     if (frame.failed) {
-        return finish(Status::ioError("desktop: " + what +
-                                      ": the copy failed (the output may have been disabled or "
-                                      "unplugged)"));
+        return Status::ioError(what +
+                               ": the copy failed (the output may have been disabled or unplugged)");
     }
-    (void)finish(Status::ok());
     Result<cv::Mat> image = convertToBgr(
-        static_cast<const std::uint8_t*>(shm.data), usable->format,
-        static_cast<int>(usable->width), static_cast<int>(usable->height),
-        static_cast<int>(usable->stride),
+        static_cast<const std::uint8_t*>(shm.data), offer->format, static_cast<int>(offer->width),
+        static_cast<int>(offer->height), static_cast<int>(offer->stride),
         (frame.flags & ZWLR_SCREENCOPY_FRAME_V1_FLAGS_Y_INVERT) != 0);
     if (!image) return image.status();
     return applyOutputTransform(*image, output.transform);

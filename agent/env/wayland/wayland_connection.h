@@ -32,7 +32,7 @@ struct WaylandOutput {
     std::uint32_t globalName = 0;
     wl_output* output = nullptr;
     zxdg_output_v1* xdgOutput = nullptr;
-    std::string name;  // "HEADLESS-1", "DP-1"
+    std::string name;   // "HEADLESS-1", "DP-1"
     int modeWidth = 0;  // the current mode, physical pixels, before the transform
     int modeHeight = 0;
     int scale = 1;      // wl_output's integer scale (a fractional one is rounded up)
@@ -80,7 +80,8 @@ public:
     // Unsupported, naming what is missing when screen copies are impossible.
     Status requireScreenCopy() const;
     // The output's current picture as BGR, physical pixels, transform applied (what its user
-    // sees), with the pointer drawn in. IoError naming the output when it is gone or the compositor refuses the copy.
+    // sees), with the pointer drawn in. IoError naming the output when it is gone or the compositor
+    // refuses the copy.
     Result<cv::Mat> capture(const WaylandOutput& output);
 
 private:

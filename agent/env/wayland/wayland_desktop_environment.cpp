@@ -29,7 +29,8 @@ Result<std::unique_ptr<WaylandDesktopEnvironment>> WaylandDesktopEnvironment::cr
             std::to_string(options.observationScale));
     }
     if (options.output < 0 || options.outputs < 1) {
-        return Status::invalidArgument("WaylandDesktopOptions: output must be >= 0 and outputs >= 1");
+        return Status::invalidArgument(
+            "WaylandDesktopOptions: output must be >= 0 and outputs >= 1");
     }
     std::unique_ptr<WaylandDesktopEnvironment> environment(new WaylandDesktopEnvironment(options));
     IRIS_RETURN_IF_ERROR(environment->connect());
@@ -52,8 +53,9 @@ Status WaylandDesktopEnvironment::connect() {
     std::size_t wantedOutputs = static_cast<std::size_t>(m_options.output) + 1;
     if (m_options.privateCompositor) {
         SwayOptions sway;
-        sway.outputs.assign(static_cast<std::size_t>(m_options.outputs),
-                            SwayOutputOptions{m_options.width, m_options.height, m_options.scale, 0});
+        sway.outputs.assign(
+            static_cast<std::size_t>(m_options.outputs),
+            SwayOutputOptions{m_options.width, m_options.height, m_options.scale, 0});
         Result<std::unique_ptr<SwayCompositor>> started = SwayCompositor::start(sway);
         if (!started) return started.status();
         m_private = std::move(*started);
@@ -195,8 +197,8 @@ Status WaylandDesktopEnvironment::drag(const Drag& drag) {
     Status status;
     for (int step = 1; step <= kDragSteps && status.isOk(); ++step) {
         double t = static_cast<double>(step) / kDragSteps;
-        status = moveTo({std::round(from.x + (to->x - from.x) * t),
-                         std::round(from.y + (to->y - from.y) * t)});
+        status = moveTo(
+            {std::round(from.x + (to->x - from.x) * t), std::round(from.y + (to->y - from.y) * t)});
     }
     Status released = m_input->button(drag.button, false);
     return status.isOk() ? released : status;

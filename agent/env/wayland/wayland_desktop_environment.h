@@ -100,7 +100,7 @@ private:
     std::uint32_t m_outputGlobal = 0;
     Monitor m_area;
     int m_transform = 0;  // the observed output's wl_output transform
-    Point m_pointer;  // where this environment last put the pointer, device pixels
+    Point m_pointer;      // where this environment last put the pointer, device pixels
     std::chrono::steady_clock::time_point m_lastAction{};
 };
 

@@ -9,8 +9,8 @@
 #include <wayland-client.h>
 #include <xkbcommon/xkbcommon.h>
 
-#include "agent/env/wayland/wayland_connection.h"
 #include "agent/env/desktop/desktop_actions.h"
+#include "agent/env/wayland/wayland_connection.h"
 #include "virtual-keyboard-unstable-v1-client-protocol.h"
 #include "wlr-virtual-pointer-unstable-v1-client-protocol.h"
 
@@ -84,16 +84,18 @@ WaylandInput::~WaylandInput() {
     if (m_context != nullptr) xkb_context_unref(m_context);
 }
 
-Status WaylandInput::flush(std::string_view what) { return m_connection->roundtrip(what); }
+Status WaylandInput::flush(std::string_view what) {
+    return m_connection->roundtrip(what);
+}
 
 Status WaylandInput::uploadKeymapIfChanged() {
     if (!m_keys.changed()) return Status::ok();
     const std::string text = m_keys.text();
     // Compiled here first: a keymap the compositor rejects would end the connection.
-    xkb_keymap* keymap = xkb_keymap_new_from_string(m_context, text.c_str(),
-                                                    XKB_KEYMAP_FORMAT_TEXT_V1,
-                                                    XKB_KEYMAP_COMPILE_NO_FLAGS);
-    if (keymap == nullptr) return Status::internal("desktop: the generated XKB keymap does not compile");
+    xkb_keymap* keymap = xkb_keymap_new_from_string(
+        m_context, text.c_str(), XKB_KEYMAP_FORMAT_TEXT_V1, XKB_KEYMAP_COMPILE_NO_FLAGS);
+    if (keymap == nullptr)
+        return Status::internal("desktop: the generated XKB keymap does not compile");
     int fd = ::memfd_create("iris-keymap", MFD_CLOEXEC);
     const std::size_t size = text.size() + 1;  // with its terminating NUL, as compositors expect
     if (fd < 0 || ::write(fd, text.c_str(), size) != static_cast<ssize_t>(size)) {
@@ -131,9 +133,9 @@ void WaylandInput::sendModifiers() {
 Status WaylandInput::key(unsigned keycode, bool press) {
     // The virtual keyboard protocol takes evdev codes; the compositor does not derive the
     // modifier state from them, so it is sent after every key as a real keyboard would.
-    zwp_virtual_keyboard_v1_key(m_keyboard, nowMs(), keycode - 8,
-                                press ? WL_KEYBOARD_KEY_STATE_PRESSED
-                                      : WL_KEYBOARD_KEY_STATE_RELEASED);
+    zwp_virtual_keyboard_v1_key(
+        m_keyboard, nowMs(), keycode - 8,
+        press ? WL_KEYBOARD_KEY_STATE_PRESSED : WL_KEYBOARD_KEY_STATE_RELEASED);
     xkb_state_update_key(m_state, keycode, press ? XKB_KEY_DOWN : XKB_KEY_UP);
     sendModifiers();
     if (press) {
@@ -169,17 +171,17 @@ AbsoluteMotion absoluteMotionFor(int x, int y, int width, int height, int transf
 
 Status WaylandInput::moveTo(int x, int y, int width, int height, int transform) {
     AbsoluteMotion motion = absoluteMotionFor(x, y, width, height, transform);
-    zwlr_virtual_pointer_v1_motion_absolute(m_pointer, nowMs(), motion.x, motion.y,
-                                            motion.xExtent, motion.yExtent);
+    zwlr_virtual_pointer_v1_motion_absolute(m_pointer, nowMs(), motion.x, motion.y, motion.xExtent,
+                                            motion.yExtent);
     zwlr_virtual_pointer_v1_frame(m_pointer);
     return flush("moving the pointer");
 }
 
 Status WaylandInput::button(MouseButton which, bool press) {
     std::uint32_t code = evdevButton(which);
-    zwlr_virtual_pointer_v1_button(m_pointer, nowMs(), code,
-                                   press ? WL_POINTER_BUTTON_STATE_PRESSED
-                                         : WL_POINTER_BUTTON_STATE_RELEASED);
+    zwlr_virtual_pointer_v1_button(
+        m_pointer, nowMs(), code,
+        press ? WL_POINTER_BUTTON_STATE_PRESSED : WL_POINTER_BUTTON_STATE_RELEASED);
     zwlr_virtual_pointer_v1_frame(m_pointer);
     if (press) {
         m_heldButtons.insert(code);

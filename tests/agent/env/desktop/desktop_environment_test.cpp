@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 
 #include "agent/env/desktop/child_process.h"
-#include "tests/agent/env/desktop/desktop_contract.h"
 #include "agent/env/desktop/x11.h"  // the test's own Xlib client
 #include "agent/env/desktop/xvfb_display.h"
 #include "base/clock.h"
+#include "tests/agent/env/desktop/desktop_contract.h"
 #include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent {

@@ -10,8 +10,8 @@ namespace iris::agent::testing {
 namespace {
 
 void bindOutput(wl_client* client, void*, std::uint32_t version, std::uint32_t id) {
-    wl_resource* output = wl_resource_create(client, &wl_output_interface,
-                                             static_cast<int>(version), id);
+    wl_resource* output =
+        wl_resource_create(client, &wl_output_interface, static_cast<int>(version), id);
     wl_resource_set_implementation(output, nullptr, nullptr, nullptr);
     wl_output_send_geometry(output, 0, 0, 300, 200, WL_OUTPUT_SUBPIXEL_UNKNOWN, "Iris", "Fake",
                             WL_OUTPUT_TRANSFORM_NORMAL);
@@ -23,7 +23,8 @@ void bindOutput(wl_client* client, void*, std::uint32_t version, std::uint32_t i
 }
 
 void bindSeat(wl_client* client, void*, std::uint32_t version, std::uint32_t id) {
-    wl_resource* seat = wl_resource_create(client, &wl_seat_interface, static_cast<int>(version), id);
+    wl_resource* seat =
+        wl_resource_create(client, &wl_seat_interface, static_cast<int>(version), id);
     wl_resource_set_implementation(seat, nullptr, nullptr, nullptr);
     wl_seat_send_capabilities(seat, 0);
 }

@@ -26,8 +26,8 @@ TEST(PixelFormatsTest, EveryEightBitFormatReadsItsChannels) {
     for (const Case& c : cases) {
         SCOPED_TRACE(shmFormatName(c.format));
         ASSERT_TRUE(canConvertShmFormat(c.format));
-        Result<cv::Mat> image = convertToBgr(c.bytes.data(), c.format, 1, 1,
-                                             static_cast<int>(c.bytes.size()), false);
+        Result<cv::Mat> image =
+            convertToBgr(c.bytes.data(), c.format, 1, 1, static_cast<int>(c.bytes.size()), false);
         ASSERT_TRUE(image) << image.status().message();
         EXPECT_EQ(image->at<cv::Vec3b>(0, 0), cv::Vec3b(0x56, 0x34, 0x12));
     }
@@ -42,9 +42,9 @@ TEST(PixelFormatsTest, PackedFormatsWidenToEightBits) {
     EXPECT_EQ(image->at<cv::Vec3b>(0, 0), cv::Vec3b(255, 0, 255));
     // XRGB2101010: red 0x3ff, green 0x200, blue 0x004 -> 255, 128 (0x200 >> 2), 1.
     std::uint32_t word = 0x3ffu << 20 | 0x200u << 10 | 0x004u;
-    const std::uint8_t bytes[] = {static_cast<std::uint8_t>(word), static_cast<std::uint8_t>(word >> 8),
-                                  static_cast<std::uint8_t>(word >> 16),
-                                  static_cast<std::uint8_t>(word >> 24)};
+    const std::uint8_t bytes[] = {
+        static_cast<std::uint8_t>(word), static_cast<std::uint8_t>(word >> 8),
+        static_cast<std::uint8_t>(word >> 16), static_cast<std::uint8_t>(word >> 24)};
     image = convertToBgr(bytes, kXrgb2101010, 1, 1, 4, false);
     ASSERT_TRUE(image);
     EXPECT_EQ(image->at<cv::Vec3b>(0, 0), cv::Vec3b(1, 128, 255));
@@ -56,7 +56,7 @@ TEST(PixelFormatsTest, PackedFormatsWidenToEightBits) {
 
 TEST(PixelFormatsTest, StrideAndYInvertAreHonoured) {
     // Two rows of two XRGB8888 pixels, rows 12 bytes apart (4 bytes of padding).
-    const std::uint8_t rows[] = {1, 2, 3, 0, 4, 5, 6, 0, 9, 9, 9, 9,  //
+    const std::uint8_t rows[] = {1, 2, 3, 0, 4,  5,  6,  0, 9, 9, 9, 9,  //
                                  7, 8, 9, 0, 10, 11, 12, 0, 9, 9, 9, 9};
     Result<cv::Mat> upright = convertToBgr(rows, shm_format::kXrgb8888, 2, 2, 12, false);
     ASSERT_TRUE(upright);
@@ -101,7 +101,7 @@ TEST(PixelFormatsTest, OutputTransformsRotateAndFlip) {
     EXPECT_EQ(corner(2).at<cv::Vec3b>(0, 0)[0], 5);
     EXPECT_EQ(corner(3).at<cv::Vec3b>(0, 0)[0], 2);
     EXPECT_EQ(corner(4).at<cv::Vec3b>(0, 0)[0], 2);  // mirrored
-    cv::Mat transposed = corner(5);  // a quarter turn, then mirrored: the transpose
+    cv::Mat transposed = corner(5);                  // a quarter turn, then mirrored: the transpose
     EXPECT_EQ(transposed.at<cv::Vec3b>(0, 1)[0], 3);
     EXPECT_EQ(transposed.at<cv::Vec3b>(2, 0)[0], 2);
     EXPECT_FALSE(applyOutputTransform(buffer, 8));

@@ -11,7 +11,8 @@ struct Rgb {
 };
 
 inline Rgb patternAt(int x, int y) {
-    return {static_cast<std::uint8_t>(x * 7 + y * 3), static_cast<std::uint8_t>((x ^ y) + 17 * (y >> 8)),
+    return {static_cast<std::uint8_t>(x * 7 + y * 3),
+            static_cast<std::uint8_t>((x ^ y) + 17 * (y >> 8)),
             static_cast<std::uint8_t>(x * 3 + y * 11 + (x >> 8) * 40)};
 }
 

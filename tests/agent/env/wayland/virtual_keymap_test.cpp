@@ -12,8 +12,8 @@ namespace {
 struct Compiled {
     explicit Compiled(const VirtualKeymap& keys) {
         context = xkb_context_new(XKB_CONTEXT_NO_DEFAULT_INCLUDES);
-        keymap = xkb_keymap_new_from_string(context, keys.text().c_str(),
-                                            XKB_KEYMAP_FORMAT_TEXT_V1, XKB_KEYMAP_COMPILE_NO_FLAGS);
+        keymap = xkb_keymap_new_from_string(context, keys.text().c_str(), XKB_KEYMAP_FORMAT_TEXT_V1,
+                                            XKB_KEYMAP_COMPILE_NO_FLAGS);
         if (keymap != nullptr) state = xkb_state_new(keymap);
     }
     ~Compiled() {
@@ -46,7 +46,8 @@ TEST(VirtualKeymapTest, AnyCharacterGetsAKeyThatTypesIt) {
     EXPECT_EQ(compiled.utf8(*a), "a");
     EXPECT_EQ(compiled.utf8(*pe), "\xd0\x9f");
     EXPECT_EQ(compiled.utf8(*grin), "\xf0\x9f\x98\x80");
-    EXPECT_EQ(xkb_state_key_get_one_sym(compiled.state, *enter), static_cast<xkb_keysym_t>(XKB_KEY_Return));
+    EXPECT_EQ(xkb_state_key_get_one_sym(compiled.state, *enter),
+              static_cast<xkb_keysym_t>(XKB_KEY_Return));
     // Asking again reuses the key and changes nothing.
     keys.markUploaded();
     EXPECT_EQ(*keys.keycodeFor(keysymForCodePoint(U'a'), keep), *a);
@@ -64,15 +65,18 @@ TEST(VirtualKeymapTest, ModifierKeysSetTheirModifiers) {
     Compiled compiled(keys);
     ASSERT_NE(compiled.keymap, nullptr);
     xkb_state_update_key(compiled.state, ctrl, XKB_KEY_DOWN);
-    EXPECT_GT(xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_CTRL,
-                                           XKB_STATE_MODS_EFFECTIVE), 0);
-    EXPECT_EQ(xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_ALT,
-                                           XKB_STATE_MODS_EFFECTIVE), 0);
+    EXPECT_GT(
+        xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_CTRL, XKB_STATE_MODS_EFFECTIVE),
+        0);
+    EXPECT_EQ(
+        xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_ALT, XKB_STATE_MODS_EFFECTIVE),
+        0);
     EXPECT_EQ(xkb_state_key_get_one_sym(compiled.state, a), static_cast<xkb_keysym_t>(XKB_KEY_a));
     xkb_state_update_key(compiled.state, ctrl, XKB_KEY_UP);
     xkb_state_update_key(compiled.state, alt, XKB_KEY_DOWN);
-    EXPECT_GT(xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_ALT,
-                                           XKB_STATE_MODS_EFFECTIVE), 0);
+    EXPECT_GT(
+        xkb_state_mod_name_is_active(compiled.state, XKB_MOD_NAME_ALT, XKB_STATE_MODS_EFFECTIVE),
+        0);
 }
 
 TEST(VirtualKeymapTest, RecyclesTheLeastRecentlyUsedKeyButNotKeptOnes) {

@@ -191,7 +191,7 @@ TEST_F(WaylandDesktopEnvironmentTest, ClicksLandOnSurfaceCoordinatesAtScaleTwo) 
     ASSERT_EQ(buttons.size(), 6u);
     EXPECT_EQ(buttons[0], "button 272 1 100.500000 50.500000");  // BTN_LEFT pressed
     EXPECT_EQ(buttons[1], "button 272 0 100.500000 50.500000");
-    EXPECT_EQ(buttons[2], "button 273 1 5.000000 10.000000");  // BTN_RIGHT
+    EXPECT_EQ(buttons[2], "button 273 1 5.000000 10.000000");     // BTN_RIGHT
     EXPECT_EQ(buttons[4], "button 274 1 399.500000 299.500000");  // BTN_MIDDLE
 }
 
@@ -250,7 +250,7 @@ TEST_F(WaylandDesktopEnvironmentTest, TypesAsciiCyrillicAndEmojiIntact) {
     ASSERT_FALSE(window->linesWith("focus", 1).empty());
     const std::string ascii = "Hello, World! <>";
     const std::string russian = "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82";  // Привет
-    const std::string emoji = " \xf0\x9f\x98\x80\xe2\x82\xac";                          // 😀€
+    const std::string emoji = " \xf0\x9f\x98\x80\xe2\x82\xac";                       // 😀€
     ASSERT_TRUE(environment->execute(TypeText{ascii}).status.isOk());
     ASSERT_TRUE(environment->execute(TypeText{russian + emoji}).status.isOk());
     EXPECT_EQ(window->typed(16 + 6 + 3), ascii + russian + emoji);
@@ -335,7 +335,8 @@ TEST_F(WaylandDesktopEnvironmentTest, RotatedOutputsAreSeenAsTheirUserSeesThem) 
         EXPECT_EQ(observation->screenshot.cols, width);
         EXPECT_EQ(observation->screenshot.rows, height);
         EXPECT_EQ(mismatches(observation->screenshot), 0);
-        ASSERT_TRUE(environment->execute(Click{Point{10, 500}, MouseButton::Left, 1}).status.isOk());
+        ASSERT_TRUE(
+            environment->execute(Click{Point{10, 500}, MouseButton::Left, 1}).status.isOk());
         std::vector<std::string> buttons = window.linesWith("button", 1);
         ASSERT_FALSE(buttons.empty());
         EXPECT_EQ(buttons[0], "button 272 1 10.000000 500.000000");
@@ -422,9 +423,8 @@ TEST(WaylandDesktopEnvironmentErrorsTest, ACompositorWithoutScreenCopiesNamesWha
     ASSERT_FALSE(environment);
     EXPECT_EQ(environment.status().code(), StatusCode::Unsupported);
     const std::string& message = environment.status().message();
-    EXPECT_NE(message.find(compositor.socketPath() +
-                           " offers no zwlr_screencopy_manager_v1 nor "
-                           "ext_image_copy_capture_manager_v1"),
+    EXPECT_NE(message.find(compositor.socketPath() + " offers no zwlr_screencopy_manager_v1 nor "
+                                                     "ext_image_copy_capture_manager_v1"),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("GNOME and KDE need the xdg-desktop-portal"), std::string::npos);

@@ -9,8 +9,8 @@
 //                                client shows no pointer image, so captures show its pixels)
 //   button CODE STATE X Y        evdev button code, 1 pressed / 0 released, at the position
 //   axis AXIS VALUE              wl_pointer axis (0 vertical, 1 horizontal), in axis units
-//   key STATE KEYSYM UTF8HEX MODS   state 1/0, keysym name, the UTF-8 typed (hex), modifiers C S A L
-//   focus                        keyboard focus entered
+//   key STATE KEYSYM UTF8HEX MODS   state 1/0, keysym name, the UTF-8 typed (hex), modifiers C S A
+//   L focus                        keyboard focus entered
 //
 // Usage: iris_wayland_test_client --scale N --events FILE [--title TITLE]
 #include <cstdio>
@@ -43,7 +43,7 @@ struct Client {
     xkb_keymap* keymap = nullptr;
     xkb_state* state = nullptr;
     int scale = 1;
-    int width = 0, height = 0;  // surface coordinates, from the last configure
+    int width = 0, height = 0;                  // surface coordinates, from the last configure
     int reportedWidth = 0, reportedHeight = 0;  // the last size reported as drawn
     double x = 0, y = 0;
     FILE* events = nullptr;
@@ -71,8 +71,8 @@ void draw(Client& c) {
     std::size_t size = static_cast<std::size_t>(stride) * static_cast<std::size_t>(h);
     int fd = memfd_create("iris-test-client", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) std::exit(3);
-    auto* pixels = static_cast<std::uint32_t*>(
-        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    auto* pixels =
+        static_cast<std::uint32_t*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     for (int py = 0; py < h; ++py) {
         for (int px = 0; px < w; ++px) {
             iris::agent::testing::Rgb rgb = iris::agent::testing::patternAt(px, py);
@@ -150,9 +150,9 @@ const wl_keyboard_listener kKeyboard = {
             if (text == MAP_FAILED) std::exit(4);
             if (c.state != nullptr) xkb_state_unref(c.state);
             if (c.keymap != nullptr) xkb_keymap_unref(c.keymap);
-            c.keymap = xkb_keymap_new_from_string(c.xkb, static_cast<const char*>(text),
-                                                  XKB_KEYMAP_FORMAT_TEXT_V1,
-                                                  XKB_KEYMAP_COMPILE_NO_FLAGS);
+            c.keymap =
+                xkb_keymap_new_from_string(c.xkb, static_cast<const char*>(text),
+                                           XKB_KEYMAP_FORMAT_TEXT_V1, XKB_KEYMAP_COMPILE_NO_FLAGS);
             munmap(text, size);
             if (c.keymap == nullptr) std::exit(5);
             c.state = xkb_state_new(c.keymap);
@@ -223,13 +223,14 @@ const wl_registry_listener kRegistry = {
                 c.compositor = static_cast<wl_compositor*>(
                     wl_registry_bind(registry, name, &wl_compositor_interface, 4));
             } else if (kind == wl_shm_interface.name) {
-                c.shm = static_cast<wl_shm*>(wl_registry_bind(registry, name, &wl_shm_interface, 1));
+                c.shm =
+                    static_cast<wl_shm*>(wl_registry_bind(registry, name, &wl_shm_interface, 1));
             } else if (kind == xdg_wm_base_interface.name) {
                 c.wmBase = static_cast<xdg_wm_base*>(
                     wl_registry_bind(registry, name, &xdg_wm_base_interface, 1));
             } else if (kind == wl_seat_interface.name && c.seat == nullptr) {
-                c.seat = static_cast<wl_seat*>(wl_registry_bind(
-                    registry, name, &wl_seat_interface, version < 5 ? version : 5));
+                c.seat = static_cast<wl_seat*>(wl_registry_bind(registry, name, &wl_seat_interface,
+                                                                version < 5 ? version : 5));
             }
         },
     .global_remove = [](void*, wl_registry*, std::uint32_t) {},

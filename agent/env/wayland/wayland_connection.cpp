@@ -104,10 +104,9 @@ Status allocateShm(ShmBuffer& shm, wl_shm* globalShm, const Frame::Offer& offer,
     shm.data = ::mmap(nullptr, shm.size, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0);
     if (shm.data == MAP_FAILED) return Status::ioError(what + ": mmap of the buffer failed");
     shm.pool = wl_shm_create_pool(globalShm, shm.fd, static_cast<std::int32_t>(shm.size));
-    shm.buffer =
-        wl_shm_pool_create_buffer(shm.pool, 0, static_cast<std::int32_t>(offer.width),
-                                  static_cast<std::int32_t>(offer.height),
-                                  static_cast<std::int32_t>(offer.stride), offer.format);
+    shm.buffer = wl_shm_pool_create_buffer(shm.pool, 0, static_cast<std::int32_t>(offer.width),
+                                           static_cast<std::int32_t>(offer.height),
+                                           static_cast<std::int32_t>(offer.stride), offer.format);
     return Status::ok();
 }
 
@@ -376,7 +375,8 @@ Result<cv::Mat> WaylandConnection::capture(const WaylandOutput& output) {
     Status copied = dispatchUntil(
         [&] { return frame.failed || (announcesDone ? frame.buffersDone : !frame.offers.empty()); },
         kCaptureTimeout, what);
-    Result<Frame::Offer> offer = copied.isOk() ? chooseOffer(frame, what) : copied;
+    Result<Frame::Offer> offer =
+        copied.isOk() ? chooseOffer(frame, what) : Result<Frame::Offer>(copied);
     if (offer) copied = allocateShm(shm, m_shm, *offer, what);
     if (offer && copied.isOk()) {
         zwlr_screencopy_frame_v1_copy(proxy, shm.buffer);
@@ -386,8 +386,8 @@ Result<cv::Mat> WaylandConnection::capture(const WaylandOutput& output) {
     if (!offer) return offer.status();
     IRIS_RETURN_IF_ERROR(copied);
     if (frame.failed) {
-        return Status::ioError(what +
-                               ": the copy failed (the output may have been disabled or unplugged)");
+        return Status::ioError(
+            what + ": the copy failed (the output may have been disabled or unplugged)");
     }
     Result<cv::Mat> image = convertToBgr(
         static_cast<const std::uint8_t*>(shm.data), offer->format, static_cast<int>(offer->width),

@@ -195,6 +195,21 @@ TEST_F(WaylandDesktopEnvironmentTest, ClicksLandOnSurfaceCoordinatesAtScaleTwo) 
     EXPECT_EQ(buttons[4], "button 274 1 399.500000 299.500000");  // BTN_MIDDLE
 }
 
+TEST_F(WaylandDesktopEnvironmentTest, ClicksLandOnSurfaceCoordinatesAtScaleOneAndAHalf) {
+    // A 960x600 mode at scale 1.5 is a 640x400 desktop: pixel (x, y) is (x / 1.5, y / 1.5).
+    auto environment = start(output(960, 600, 1.5));
+    ASSERT_TRUE(environment);
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 960, 600}));
+    auto window = client(*environment, 2);  // wl_output reports the scale rounded up
+    ASSERT_TRUE(window->drawn(640, 400));
+    ASSERT_TRUE(environment->execute(Click{Point{300, 150}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{959, 599}, MouseButton::Left, 1}).status.isOk());
+    std::vector<std::string> buttons = window->linesWith("button", 4);
+    ASSERT_EQ(buttons.size(), 4u);
+    EXPECT_EQ(buttons[0], "button 272 1 200.000000 100.000000");
+    EXPECT_EQ(buttons[2], "button 272 1 639.332031 399.332031");  // 959 / 1.5 in 24.8 fixed point
+}
+
 TEST_F(WaylandDesktopEnvironmentTest, ClicksAtHalfObservationScaleLandOnDevicePixels) {
     WaylandDesktopOptions options = output(640, 480, 1);
     options.observationScale = 0.5;

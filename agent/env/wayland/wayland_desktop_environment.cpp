@@ -146,7 +146,7 @@ Result<Observation> WaylandDesktopEnvironment::observe() {
     auto settled = m_lastAction + m_options.settleTime;
     auto now = std::chrono::steady_clock::now();
     if (now < settled) std::this_thread::sleep_for(settled - now);
-    Result<const WaylandOutput*> output = currentOutput("observing");
+    Result<const WaylandOutput*> output = currentOutput("desktop: observing");
     if (!output) return output.status();
     Result<cv::Mat> captured = m_connection->capture(**output);
     if (!captured) return captured.status();
@@ -240,7 +240,7 @@ Status WaylandDesktopEnvironment::run(const Action& action) {
 
 ActionResult WaylandDesktopEnvironment::execute(const Action& action) {
     ActionResult result;
-    Result<const WaylandOutput*> output = currentOutput("acting");
+    Result<const WaylandOutput*> output = currentOutput("desktop: acting");
     if (!output) {
         result.status = output.status();
         return result;

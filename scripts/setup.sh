@@ -22,7 +22,7 @@ readonly PACKAGES=(
     nlohmann-json3-dev libcpp-httplib-dev
     libx11-dev libxtst-dev libxrandr-dev
     libgtest-dev libgmock-dev libbenchmark-dev
-    xvfb xauth desktop-file-utils appstream dpkg-dev file diffutils patch
+    xvfb xauth dbus-daemon desktop-file-utils appstream dpkg-dev file diffutils patch
     fonts-dejavu-core
     nodejs
 )

@@ -20,7 +20,7 @@ readonly PACKAGES=(
     qt6-base-dev qt6-webengine-dev qt6-svg-dev libgl-dev
     libopencv-dev libcurl4-openssl-dev libsqlite3-dev libicu-dev
     nlohmann-json3-dev libcpp-httplib-dev
-    libx11-dev libxtst-dev libxrandr-dev
+    libx11-dev libxtst-dev libxrandr-dev libpipewire-0.3-dev pipewire-bin
     libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth dbus-daemon desktop-file-utils appstream dpkg-dev file diffutils patch
     fonts-dejavu-core

@@ -5,8 +5,11 @@
 // as a line of text. The test steers it through org.iris.test.FakePortal on the same object:
 //   SetRefuse(b)                the next Start answers response 1 (the user said no)
 //   SetRemoteDesktopVersion(u)  0: no RemoteDesktop interface at all
+//   SetStreamNode(u)            the PipeWire node Start hands out (a test producer's)
 //   CloseSession()              the desktop ends the session (Session.Closed)
 //   DialogCount() -> u, Calls() -> as, LastSelectDevices() -> a{sv}
+// OpenPipeWireRemote connects to the PipeWire socket named by IRIS_FAKE_PIPEWIRE_SOCKET, as the
+// portal hands out its own connection to the compositor's PipeWire; without it, a pipe's end.
 #include <QCoreApplication>
 #include <QDBusArgument>
 #include <QDBusConnection>
@@ -18,6 +21,10 @@
 #include <QDBusVirtualObject>
 #include <QStringList>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace {
@@ -65,7 +72,6 @@ const QDBusArgument& operator>>(const QDBusArgument& in, Stream& s) {
 namespace {
 
 const QString kRoot = QStringLiteral("/org/freedesktop/portal/desktop");
-constexpr uint kNodeId = 42;  // the one monitor's PipeWire node
 constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
@@ -105,14 +111,7 @@ public:
             return answer(message, 0, {});
         }
         if (member == QLatin1String("Start")) return start(message);
-        if (member == QLatin1String("OpenPipeWireRemote")) {
-            int fds[2];
-            if (::pipe(fds) != 0) return error(message, "org.freedesktop.portal.Error.Failed", "pipe");
-            QDBusUnixFileDescriptor fd(fds[0]);  // dups it
-            ::close(fds[0]);
-            ::close(fds[1]);
-            return reply(message, {QVariant::fromValue(fd)});
-        }
+        if (member == QLatin1String("OpenPipeWireRemote")) return openPipeWireRemote(message);
         return error(message, "org.freedesktop.DBus.Error.UnknownMethod", member);
     }
 
@@ -143,6 +142,32 @@ private:
         return true;
     }
 
+    static int connectPipeWire(const char* socketPath) {
+        int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, socketPath, sizeof(address.sun_path) - 1);
+        if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+            return fd;
+        }
+        if (fd >= 0) ::close(fd);
+        return -1;
+    }
+
+    bool openPipeWireRemote(const QDBusMessage& message) {
+        int fds[2] = {-1, -1};
+        if (const char* socketPath = std::getenv("IRIS_FAKE_PIPEWIRE_SOCKET")) {
+            fds[0] = connectPipeWire(socketPath);
+        } else if (::pipe(fds) != 0) {
+            fds[0] = -1;
+        }
+        if (fds[0] < 0) return error(message, "org.freedesktop.portal.Error.Failed", "no PipeWire");
+        QDBusUnixFileDescriptor fd(fds[0]);  // dups it
+        ::close(fds[0]);
+        if (fds[1] >= 0) ::close(fds[1]);
+        return reply(message, {QVariant::fromValue(fd)});
+    }
+
     bool property(const QDBusMessage& message) {
         const QString interface = message.arguments().value(0).toString();
         const QString name = message.arguments().value(1).toString();
@@ -167,7 +192,7 @@ private:
         const bool restored = !offered.isEmpty() && m_issuedTokens.contains(offered);
         if (!restored) ++m_dialogs;  // the user sees the consent dialog
         if (!restored && m_refuse) return answer(message, 1, {});
-        Stream stream{kNodeId, {}};
+        Stream stream{m_streamNode, {}};
         stream.properties.insert("position", QVariant::fromValue(IntPair{0, 0}));
         stream.properties.insert("size", QVariant::fromValue(IntPair{kWidth, kHeight}));
         QVariantMap results{{"devices", uint(m_selectDevices.value("types").toUInt())},
@@ -197,6 +222,7 @@ private:
         const QVariant first = message.arguments().value(0);
         if (member == QLatin1String("SetRefuse")) m_refuse = first.toBool();
         if (member == QLatin1String("SetRemoteDesktopVersion")) m_remoteDesktopVersion = first.toUInt();
+        if (member == QLatin1String("SetStreamNode")) m_streamNode = first.toUInt();
         if (member == QLatin1String("DialogCount")) return reply(message, {m_dialogs});
         if (member == QLatin1String("Calls")) return reply(message, {m_calls});
         if (member == QLatin1String("LastSelectDevices")) return reply(message, {m_selectDevices});
@@ -212,6 +238,7 @@ private:
 
     QDBusConnection m_bus;
     uint m_remoteDesktopVersion = 2;
+    uint m_streamNode = 42;  // the one monitor's PipeWire node
     bool m_refuse = false;
     uint m_dialogs = 0;
     QStringList m_calls;

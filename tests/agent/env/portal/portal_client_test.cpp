@@ -9,6 +9,8 @@
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QThread>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <memory>
 #include <unistd.h>
 
+#include "agent/env/portal/pipewire_capture.h"
 #include "agent/env/portal/portal_client.h"
 #include "agent/env/portal/portal_input.h"
 
@@ -66,7 +69,7 @@ protected:
 
     void startFake() {
         m_fake = std::make_unique<QProcess>();
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        QProcessEnvironment environment = m_fakeEnvironment;
         environment.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), s_address);
         m_fake->setProcessEnvironment(environment);
         m_fake->setProcessChannelMode(QProcess::ForwardedChannels);
@@ -116,6 +119,7 @@ protected:
     static inline int s_connections = 0;
     std::unique_ptr<QDBusConnection> m_bus;
     std::unique_ptr<QProcess> m_fake;
+    QProcessEnvironment m_fakeEnvironment = QProcessEnvironment::systemEnvironment();
     std::filesystem::path m_tokenFile;
 };
 
@@ -312,6 +316,97 @@ TEST_F(PortalInputTest, ChordsPressInOrderAndReleaseInReverse) {
     EXPECT_EQ(unknown.code(), StatusCode::InvalidArgument);
     EXPECT_EQ(inputCalls().size(), 6);  // nothing pressed for a chord with an unknown key
 }
+
+// A private PipeWire daemon (its own XDG_RUNTIME_DIR, no session bus, no session manager), a
+// test producer with known pixels in it, and the fake portal handing out a connection to it.
+class PortalFramesTest : public PortalClientTest {
+protected:
+    void SetUp() override {
+        PortalClientTest::SetUp();
+        if (IsSkipped()) return;
+        if (QStandardPaths::findExecutable("pipewire").isEmpty()) {
+            GTEST_SKIP() << "the pipewire daemon is not installed";
+        }
+        ASSERT_TRUE(m_runtime.isValid());
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("XDG_RUNTIME_DIR", m_runtime.path());
+        environment.remove("DBUS_SESSION_BUS_ADDRESS");
+        m_pipewire.setProcessEnvironment(environment);
+        m_pipewire.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        m_pipewire.start("pipewire", {});
+        ASSERT_TRUE(m_pipewire.waitForStarted(kStartMs));
+        const QString socket = m_runtime.filePath("pipewire-0");
+        for (int waited = 0; waited < kStartMs && !QFile::exists(socket); waited += 20) {
+            ASSERT_EQ(m_pipewire.state(), QProcess::Running) << "pipewire exited";
+            QThread::msleep(20);
+        }
+        ASSERT_TRUE(QFile::exists(socket)) << "pipewire made no socket";
+        m_producer.setProcessEnvironment(environment);
+        m_fakeEnvironment.insert("IRIS_FAKE_PIPEWIRE_SOCKET", socket);
+    }
+
+    void TearDown() override {
+        for (QProcess* process : {&m_producer, &m_pipewire}) {
+            process->kill();
+            process->waitForFinished(kStartMs);
+        }
+        PortalClientTest::TearDown();
+    }
+
+    // Starts the producer and returns its node id.
+    uint startProducer(const char* format, int width, int height) {
+        m_producer.start(IRIS_TEST_SCREEN_PRODUCER,
+                         {format, QString::number(width), QString::number(height)});
+        if (!m_producer.waitForStarted(kStartMs)) return 0;
+        while (!m_producer.canReadLine() && m_producer.waitForReadyRead(kStartMs)) {
+        }
+        return m_producer.readLine().trimmed().toUInt();
+    }
+
+    void expectProducerPixels(const char* format) {
+        const int width = 64;
+        const int height = 48;
+        const uint node = startProducer(format, width, height);
+        ASSERT_NE(node, 0U) << "the producer printed no node id";
+        startFake();
+        control("SetStreamNode", {node});
+        PortalClient client(*m_bus, nullptr);
+        Status started = client.start();
+        ASSERT_TRUE(started.isOk()) << started.message();
+        ASSERT_EQ(client.streams()[0].nodeId, node);
+        auto fd = client.openPipeWireRemote();
+        ASSERT_TRUE(fd.isOk()) << fd.status().message();
+        auto capture = PipeWireCapture::connect(*fd, node);
+        ASSERT_TRUE(capture.isOk()) << capture.status().message();
+        auto frame = (*capture)->nextFrame(kStartMs);
+        ASSERT_TRUE(frame.isOk()) << frame.status().message();
+        ASSERT_EQ(frame->cols, width);
+        ASSERT_EQ(frame->rows, height);
+        ASSERT_EQ(frame->type(), CV_8UC3);
+        int wrong = 0;
+        for (int y = 0; y < height; ++y) {
+            for (int x = 0; x < width; ++x) {
+                const auto& bgr = frame->at<cv::Vec3b>(y, x);
+                // The producer's pattern: red x*4, green y*5, blue 200.
+                if (bgr != cv::Vec3b(200, static_cast<uchar>((y * 5) & 255),
+                                     static_cast<uchar>((x * 4) & 255))) {
+                    ++wrong;
+                }
+            }
+        }
+        const cv::Vec3b sample = frame->at<cv::Vec3b>(7, 10);
+        EXPECT_EQ(wrong, 0) << "pixel (10, 7) is BGR " << int(sample[0]) << " " << int(sample[1])
+                            << " " << int(sample[2]) << ", expected 200 35 40";
+    }
+
+    QTemporaryDir m_runtime;
+    QProcess m_pipewire;
+    QProcess m_producer;
+};
+
+TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("BGRx"); }
+
+TEST_F(PortalFramesTest, RgbaFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("RGBA"); }
 
 }  // namespace
 }  // namespace iris::agent

@@ -5,7 +5,8 @@
 // as a line of text. The test steers it through org.iris.test.FakePortal on the same object:
 //   SetRefuse(b)                the next Start answers response 1 (the user said no)
 //   SetRemoteDesktopVersion(u)  0: no RemoteDesktop interface at all
-//   SetStreamNode(u)            the PipeWire node Start hands out (a test producer's)
+//   SetStreamNode(u, i, i)      the PipeWire node Start hands out (a test producer's) and its
+//                               logical width and height
 //   CloseSession()              the desktop ends the session (Session.Closed)
 //   DialogCount() -> u, Calls() -> as, LastSelectDevices() -> a{sv}
 // OpenPipeWireRemote connects to the PipeWire socket named by IRIS_FAKE_PIPEWIRE_SOCKET, as the
@@ -72,8 +73,6 @@ const QDBusArgument& operator>>(const QDBusArgument& in, Stream& s) {
 namespace {
 
 const QString kRoot = QStringLiteral("/org/freedesktop/portal/desktop");
-constexpr int kWidth = 1280;
-constexpr int kHeight = 800;
 
 QString senderPart(const QString& sender) {
     return sender.mid(1).replace(QLatin1Char('.'), QLatin1Char('_'));
@@ -194,7 +193,7 @@ private:
         if (!restored && m_refuse) return answer(message, 1, {});
         Stream stream{m_streamNode, {}};
         stream.properties.insert("position", QVariant::fromValue(IntPair{0, 0}));
-        stream.properties.insert("size", QVariant::fromValue(IntPair{kWidth, kHeight}));
+        stream.properties.insert("size", QVariant::fromValue(IntPair{m_width, m_height}));
         QVariantMap results{{"devices", uint(m_selectDevices.value("types").toUInt())},
                             {"streams", QVariant::fromValue(QList<Stream>{stream})}};
         if (m_selectDevices.value("persist_mode").toUInt() == 2) {
@@ -222,7 +221,11 @@ private:
         const QVariant first = message.arguments().value(0);
         if (member == QLatin1String("SetRefuse")) m_refuse = first.toBool();
         if (member == QLatin1String("SetRemoteDesktopVersion")) m_remoteDesktopVersion = first.toUInt();
-        if (member == QLatin1String("SetStreamNode")) m_streamNode = first.toUInt();
+        if (member == QLatin1String("SetStreamNode")) {
+            m_streamNode = first.toUInt();
+            m_width = message.arguments().value(1).toInt();
+            m_height = message.arguments().value(2).toInt();
+        }
         if (member == QLatin1String("DialogCount")) return reply(message, {m_dialogs});
         if (member == QLatin1String("Calls")) return reply(message, {m_calls});
         if (member == QLatin1String("LastSelectDevices")) return reply(message, {m_selectDevices});
@@ -238,7 +241,9 @@ private:
 
     QDBusConnection m_bus;
     uint m_remoteDesktopVersion = 2;
-    uint m_streamNode = 42;  // the one monitor's PipeWire node
+    uint m_streamNode = 42;  // the one monitor's PipeWire node and logical size
+    int m_width = 1280;
+    int m_height = 800;
     bool m_refuse = false;
     uint m_dialogs = 0;
     QStringList m_calls;

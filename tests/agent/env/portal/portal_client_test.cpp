@@ -20,6 +20,7 @@
 
 #include "agent/env/portal/pipewire_capture.h"
 #include "agent/env/portal/portal_client.h"
+#include "agent/env/portal/portal_environment.h"
 #include "agent/env/portal/portal_input.h"
 
 namespace iris::agent {
@@ -369,7 +370,7 @@ protected:
         const uint node = startProducer(format, width, height);
         ASSERT_NE(node, 0U) << "the producer printed no node id";
         startFake();
-        control("SetStreamNode", {node});
+        control("SetStreamNode", {node, width, height});
         PortalClient client(*m_bus, nullptr);
         Status started = client.start();
         ASSERT_TRUE(started.isOk()) << started.message();
@@ -403,6 +404,34 @@ protected:
     QProcess m_pipewire;
     QProcess m_producer;
 };
+
+// A HiDPI monitor: 32x24 logical pixels shown in a 64x48 frame (scale 2).
+TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPointed) {
+    const uint node = startProducer("BGRx", 64, 48);
+    ASSERT_NE(node, 0U) << "the producer printed no node id";
+    startFake();
+    control("SetStreamNode", {node, 32, 24});
+    FileRestoreTokenStore tokens(m_tokenFile);
+    auto env = PortalEnvironment::open(*m_bus, &tokens);
+    ASSERT_TRUE(env.isOk()) << env.status().message();
+    EXPECT_EQ((*env)->describe(), "desktop:portal");
+
+    auto observation = (*env)->observe();
+    ASSERT_TRUE(observation.isOk()) << observation.status().message();
+    ASSERT_EQ(observation->screenshot.cols, 64);
+    ASSERT_EQ(observation->screenshot.rows, 48);
+    EXPECT_EQ(observation->devicePixelRatio, 1.0);
+    const cv::Vec3b pixel = observation->screenshot.at<cv::Vec3b>(7, 10);
+    EXPECT_EQ(pixel, cv::Vec3b(200, 35, 40));  // blue 200, green 7*5, red 10*4
+
+    ActionResult clicked = (*env)->execute(Click{Point{20, 30}, MouseButton::Left, 1});
+    ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
+    EXPECT_EQ(inputCalls(), (QStringList{QStringLiteral("NotifyPointerMotionAbsolute %1 10 15")
+                                             .arg(node),
+                                         button(0x110, 1), button(0x110, 0)}));
+    EXPECT_TRUE((*env)->observe().isOk());  // no new frame needed: the newest one is current
+    EXPECT_EQ(tokenFileContent(), "fake-token-1");
+}
 
 TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("BGRx"); }
 

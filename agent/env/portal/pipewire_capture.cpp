@@ -10,12 +10,30 @@
 
 namespace iris::agent {
 
+// libpipewire's method macros (pw_registry_add_listener) cast in C style.
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+
 struct PipeWireListeners {
     spa_hook stream{};
     pw_stream_events events{};
+    pw_registry* registry = nullptr;
+    spa_hook registryHook{};
+    pw_registry_events registryEvents{};
+    std::uint32_t nodeId = 0;
 };
 
 struct PipeWireCallbacks {
+    // Without a session manager nothing unlinks a stream whose source vanished (it only
+    // pauses), so the capture watches the source node itself.
+    static void globalRemoved(void* self, uint32_t id) {
+        auto* capture = static_cast<PipeWireCapture*>(self);
+        if (id == capture->m_listeners->nodeId) {
+            capture->fail(
+                "the PipeWire screen stream stopped: its node went away (the desktop ended the "
+                "screen cast); start a new session");
+        }
+    }
+
     static void process(void* self) { static_cast<PipeWireCapture*>(self)->process(); }
 
     static void paramChanged(void* self, uint32_t id, const spa_pod* param) {
@@ -105,12 +123,21 @@ Result<std::unique_ptr<PipeWireCapture>> PipeWireCapture::connect(int fd, std::u
         events.state_changed = &PipeWireCallbacks::stateChanged;
         pw_stream_add_listener(capture->m_stream, &capture->m_listeners->stream, &events,
                                capture.get());
+        auto& listeners = *capture->m_listeners;
+        listeners.nodeId = nodeId;
+        listeners.registry = pw_core_get_registry(capture->m_core, PW_VERSION_REGISTRY, 0);
+        listeners.registryEvents.version = PW_VERSION_REGISTRY_EVENTS;
+        listeners.registryEvents.global_remove = &PipeWireCallbacks::globalRemoved;
+        pw_registry_add_listener(listeners.registry, &listeners.registryHook,
+                                 &listeners.registryEvents, capture.get());
         uint8_t buffer[1024];
         spa_pod_builder builder = SPA_POD_BUILDER_INIT(buffer, sizeof(buffer));
         const spa_pod* params[] = {enumFormat(&builder)};
         int connected = pw_stream_connect(
             capture->m_stream, PW_DIRECTION_INPUT, nodeId,
-            static_cast<pw_stream_flags>(PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS),
+            // Never relinked elsewhere (a camera) when the screen's node goes away.
+            static_cast<pw_stream_flags>(PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS |
+                                         PW_STREAM_FLAG_DONT_RECONNECT),
             params, 1);
         if (connected < 0) {
             status = Status::unavailable("PipeWire: cannot connect to the screen stream's node " +
@@ -125,6 +152,9 @@ Result<std::unique_ptr<PipeWireCapture>> PipeWireCapture::connect(int fd, std::u
 PipeWireCapture::~PipeWireCapture() {
     if (m_loop != nullptr) pw_thread_loop_stop(m_loop);
     if (m_stream != nullptr) pw_stream_destroy(m_stream);
+    if (m_listeners && m_listeners->registry != nullptr) {
+        pw_proxy_destroy(reinterpret_cast<pw_proxy*>(m_listeners->registry));
+    }
     if (m_core != nullptr) pw_core_disconnect(m_core);
     if (m_context != nullptr) pw_context_destroy(m_context);
     if (m_loop != nullptr) pw_thread_loop_destroy(m_loop);

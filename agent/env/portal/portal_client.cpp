@@ -295,11 +295,15 @@ Status PortalClient::sessionUsable(const char* step) const {
     return Status::ok();
 }
 
-Status PortalClient::notify(const char* method, QList<QVariant> arguments) {
+Status PortalClient::checkSession(const char* step) {
     // Signals arrive as events: deliver a pending Closed before deciding.
     QCoreApplication::sendPostedEvents();
     QEventLoop(nullptr).processEvents(QEventLoop::ExcludeUserInputEvents);
-    IRIS_RETURN_IF_ERROR(sessionUsable(method));
+    return sessionUsable(step);
+}
+
+Status PortalClient::notify(const char* method, QList<QVariant> arguments) {
+    IRIS_RETURN_IF_ERROR(checkSession(method));
     QDBusMessage call = QDBusMessage::createMethodCall(kService, kObjectPath, kRemoteDesktop,
                                                        QString::fromLatin1(method));
     arguments.prepend(QVariantMap());
@@ -307,8 +311,7 @@ Status PortalClient::notify(const char* method, QList<QVariant> arguments) {
     call.setArguments(arguments);
     QDBusMessage reply = m_bus.call(call);
     if (reply.type() == QDBusMessage::ErrorMessage) {
-        QEventLoop(nullptr).processEvents(QEventLoop::ExcludeUserInputEvents);
-        IRIS_RETURN_IF_ERROR(sessionUsable(method));
+        IRIS_RETURN_IF_ERROR(checkSession(method));
         return Status::unavailable(std::string("RemoteDesktop.") + method +
                                    ": the portal refused: " + text(reply.errorMessage()));
     }

@@ -13,7 +13,8 @@
 // such a session.
 //
 // Blocking: each call waits for its Response in a local event loop of the calling thread, so a
-// worker thread without an event loop of its own can drive it. Not thread-safe.
+// worker thread without an event loop of its own can drive it. Not thread-safe: create and use
+// a client on one thread, since the portal's signals are delivered to the thread it lives on.
 #include <QDBusConnection>
 #include <QEventLoop>
 #include <QObject>
@@ -99,6 +100,10 @@ public:
     Status pointerButton(int evdevButton, bool pressed);
     Status pointerAxisDiscrete(ScrollAxis axis, int steps);
     Status keyboardKeysym(std::uint32_t keysym, bool pressed);
+
+    // Ok while the session runs; after the desktop closed it, an Unavailable error that names
+    // `step` and says to start a new session. Delivers a pending Closed signal first.
+    Status checkSession(const char* step);
 
     // Session.Close; idempotent.
     void close();

@@ -37,6 +37,7 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
 }
 
 Result<Observation> PortalEnvironment::observe() {
+    IRIS_RETURN_IF_ERROR(m_client->checkSession("observe"));
     // A compositor sends frames on damage only: wait a little for one that shows the last
     // action, else the screen did not change and the newest frame is current.
     Result<cv::Mat> frame = Status::unavailable("no frame");

@@ -431,6 +431,32 @@ TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPoint
                                          button(0x110, 1), button(0x110, 0)}));
     EXPECT_TRUE((*env)->observe().isOk());  // no new frame needed: the newest one is current
     EXPECT_EQ(tokenFileContent(), "fake-token-1");
+
+    control("CloseSession");  // the user pressed "Stop sharing"
+    auto closed = (*env)->observe();
+    EXPECT_EQ(closed.status().code(), StatusCode::Unavailable);
+    EXPECT_NE(closed.status().message().find("observe: the desktop closed"), std::string::npos)
+        << closed.status().message();
+}
+
+TEST_F(PortalFramesTest, StreamThatStopsFailsTheNextFrame) {
+    const uint node = startProducer("BGRx", 64, 48);
+    ASSERT_NE(node, 0U);
+    startFake();
+    control("SetStreamNode", {node, 64, 48});
+    PortalClient client(*m_bus, nullptr);
+    ASSERT_TRUE(client.start().isOk());
+    auto fd = client.openPipeWireRemote();
+    ASSERT_TRUE(fd.isOk());
+    auto capture = PipeWireCapture::connect(*fd, node);
+    ASSERT_TRUE(capture.isOk());
+    ASSERT_TRUE((*capture)->nextFrame(kStartMs).isOk());
+    m_producer.kill();  // the compositor's screen cast goes away
+    m_producer.waitForFinished(kStartMs);
+    auto after = (*capture)->nextFrame(kStartMs, (*capture)->frameSequence());
+    EXPECT_FALSE(after.isOk());
+    EXPECT_NE(after.status().message().find("stream stopped"), std::string::npos)
+        << after.status().message();
 }
 
 TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("BGRx"); }

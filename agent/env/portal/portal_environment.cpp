@@ -1,9 +1,12 @@
 #include "agent/env/portal/portal_environment.h"
 
 #include <chrono>
+#include <thread>
 
 namespace iris::agent {
 namespace {
+
+constexpr double kMaxWaitSeconds = 600;  // as the other desktops
 
 std::int64_t nowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -54,6 +57,16 @@ Result<Observation> PortalEnvironment::observe() {
 
 ActionResult PortalEnvironment::execute(const Action& action) {
     ActionResult result;
+    if (const auto* wait = std::get_if<Wait>(&action)) {
+        if (!(wait->seconds >= 0 && wait->seconds <= kMaxWaitSeconds)) {
+            result.status = Status::invalidArgument("wait: seconds must be in [0, 600], not " +
+                                                    std::to_string(wait->seconds));
+        } else {
+            std::this_thread::sleep_for(std::chrono::duration<double>(wait->seconds));
+        }
+        return result;
+    }
+    if (endsEpisode(action)) return result;  // Done and Fail: nothing to do on the screen
     m_framesAtLastAction = m_capture->frameSequence();
     m_actedSinceObserve = true;
     result.status = m_input->execute(action);

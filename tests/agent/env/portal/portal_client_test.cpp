@@ -430,6 +430,11 @@ TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPoint
                                              .arg(node),
                                          button(0x110, 1), button(0x110, 0)}));
     EXPECT_TRUE((*env)->observe().isOk());  // no new frame needed: the newest one is current
+    EXPECT_TRUE((*env)->execute(Wait{0}).status.isOk());
+    EXPECT_TRUE((*env)->execute(Done{"ok"}).status.isOk());
+    EXPECT_EQ((*env)->execute(Navigate{"https://example.org"}).status.code(),
+              StatusCode::Unsupported);
+    EXPECT_EQ(inputCalls().size(), 3);  // none of them touched the portal
     EXPECT_EQ(tokenFileContent(), "fake-token-1");
 
     control("CloseSession");  // the user pressed "Stop sharing"

@@ -2,13 +2,14 @@
 
 #include <QCoreApplication>
 #include <QDBusArgument>
-#include <QDBusConnectionInterface>
+#include <QDBusError>
 #include <QDBusMessage>
 #include <QDBusObjectPath>
 #include <QDBusReply>
 #include <QDBusUnixFileDescriptor>
 #include <QEventLoop>
 #include <QTimer>
+#include <fcntl.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -54,10 +55,13 @@ std::string FileRestoreTokenStore::load() {
 Status FileRestoreTokenStore::save(const std::string& token) {
     std::error_code error;
     std::filesystem::create_directories(m_path.parent_path(), error);
-    std::ofstream out(m_path, std::ios::trunc);
-    out << token << '\n';
-    out.close();
-    if (!out) return Status::ioError(m_path.string() + ": cannot write the portal restore token");
+    // The token lets Iris control the desktop without asking: readable by the user alone.
+    const int fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    const std::string line = token + "\n";
+    const bool written =
+        fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    if (fd >= 0) ::close(fd);
+    if (!written) return Status::ioError(m_path.string() + ": cannot write the portal restore token");
     return Status::ok();
 }
 
@@ -80,19 +84,20 @@ Status PortalClient::checkPortal() {
             "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS): the desktop portal is reached "
             "through it; run Iris inside your desktop session");
     }
-    auto* busInterface = m_bus.interface();
-    if (busInterface == nullptr || !busInterface->isServiceRegistered(kService).value()) {
+    // Asking for the version also starts the portal when the bus activates it on demand.
+    QDBusMessage get = QDBusMessage::createMethodCall(
+        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
+        QStringLiteral("Get"));
+    get << kRemoteDesktop << QStringLiteral("version");
+    QDBusReply<QDBusVariant> version = m_bus.call(get);
+    if (version.error().type() == QDBusError::ServiceUnknown ||
+        version.error().name() == QLatin1String("org.freedesktop.DBus.Error.NameHasNoOwner")) {
         return Status::unavailable(
             "xdg-desktop-portal is not running on the session bus (no " + text(kService) +
             "): install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome "
             "or xdg-desktop-portal-kde) and log in again; on sway or Hyprland use the wlroots "
             "path (--env desktop:wayland)");
     }
-    QDBusMessage get = QDBusMessage::createMethodCall(
-        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
-        QStringLiteral("Get"));
-    get << kRemoteDesktop << QStringLiteral("version");
-    QDBusReply<QDBusVariant> version = m_bus.call(get);
     if (!version.isValid()) {
         return Status::unsupported(
             "the desktop portal has no RemoteDesktop interface (" +

@@ -148,6 +148,8 @@ TEST_F(PortalClientTest, HandshakeSharesTheMonitorAndKeepsTheToken) {
         "SelectSources types=1"));  // monitors
     EXPECT_EQ(dialogCount(), 1U);
     EXPECT_EQ(tokenFileContent(), "fake-token-1");
+    EXPECT_EQ(std::filesystem::status(m_tokenFile).permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 
     auto fd = client.openPipeWireRemote();
     ASSERT_TRUE(fd.isOk()) << fd.status().message();

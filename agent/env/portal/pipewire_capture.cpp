@@ -1,12 +1,12 @@
 #include "agent/env/portal/pipewire_capture.h"
 
 #include <chrono>
-#include <unistd.h>
 
 #include <opencv2/imgproc.hpp>
 #include <pipewire/pipewire.h>
 #include <spa/param/video/format-utils.h>
 #include <spa/pod/builder.h>
+#include <unistd.h>
 
 namespace iris::agent {
 
@@ -73,10 +73,8 @@ const spa_pod* enumFormat(spa_pod_builder* builder) {
         SPA_POD_Id(SPA_MEDIA_TYPE_video), SPA_FORMAT_mediaSubtype,
         SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw), SPA_FORMAT_VIDEO_format,
         SPA_POD_CHOICE_ENUM_Id(5, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx,
-                               SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_BGRA,
-                               SPA_VIDEO_FORMAT_RGBA),
-        SPA_FORMAT_VIDEO_size,
-        SPA_POD_CHOICE_RANGE_Rectangle(&defaultSize, &minSize, &maxSize),
+                               SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_BGRA, SPA_VIDEO_FORMAT_RGBA),
+        SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&defaultSize, &minSize, &maxSize),
         SPA_FORMAT_VIDEO_framerate,
         SPA_POD_CHOICE_RANGE_Fraction(&defaultRate, &minRate, &maxRate)));
 }
@@ -110,9 +108,9 @@ Result<std::unique_ptr<PipeWireCapture>> PipeWireCapture::connect(int fd, std::u
         status = Status::unavailable(
             "PipeWire: cannot use the connection the portal opened (is PipeWire running?)");
     } else {
-        pw_properties* props = pw_properties_new(
-            PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Capture", PW_KEY_MEDIA_ROLE,
-            "Screen", PW_KEY_NODE_NAME, "iris-screencast", nullptr);
+        pw_properties* props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY,
+                                                 "Capture", PW_KEY_MEDIA_ROLE, "Screen",
+                                                 PW_KEY_NODE_NAME, "iris-screencast", nullptr);
         // A session manager links the stream to its target (WirePlumber reads target.object).
         pw_properties_setf(props, PW_KEY_TARGET_OBJECT, "%u", nodeId);
         capture->m_stream = pw_stream_new(capture->m_core, "iris-screencast", props);

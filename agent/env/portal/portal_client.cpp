@@ -1,5 +1,10 @@
 #include "agent/env/portal/portal_client.h"
 
+#include <fstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <QCoreApplication>
 #include <QDBusArgument>
 #include <QDBusError>
@@ -9,9 +14,6 @@
 #include <QDBusUnixFileDescriptor>
 #include <QEventLoop>
 #include <QTimer>
-#include <fcntl.h>
-#include <fstream>
-#include <unistd.h>
 
 namespace iris::agent {
 namespace {
@@ -29,7 +31,9 @@ constexpr uint kMinRemoteDesktopVersion = 2;
 constexpr uint kPersistUntilRevoked = 2;
 constexpr uint kSourceMonitor = 1;
 
-std::string text(const QString& s) { return s.toStdString(); }
+std::string text(const QString& s) {
+    return s.toStdString();
+}
 
 // A struct of two ints, as the portal sends "position" and "size" ((ii)).
 std::optional<std::pair<int, int>> intPair(const QVariant& value) {
@@ -61,7 +65,8 @@ Status FileRestoreTokenStore::save(const std::string& token) {
     const bool written =
         fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
     if (fd >= 0) ::close(fd);
-    if (!written) return Status::ioError(m_path.string() + ": cannot write the portal restore token");
+    if (!written)
+        return Status::ioError(m_path.string() + ": cannot write the portal restore token");
     return Status::ok();
 }
 
@@ -72,7 +77,9 @@ PortalClient::PortalClient(QDBusConnection bus, RestoreTokenStore* tokens,
     m_senderPart = m_bus.baseService().mid(1).replace(QLatin1Char('.'), QLatin1Char('_'));
 }
 
-PortalClient::~PortalClient() { close(); }
+PortalClient::~PortalClient() {
+    close();
+}
 
 QString PortalClient::nextToken() {
     return QStringLiteral("iris%1_%2").arg(::getpid()).arg(++m_tokenCounter);
@@ -119,10 +126,13 @@ Status PortalClient::checkPortal() {
 Status PortalClient::start() {
     IRIS_RETURN_IF_ERROR(checkPortal());
     QVariantMap sessionOptions{{QStringLiteral("session_handle_token"), nextToken()}};
-    auto created =
-        request(kRemoteDesktop, QStringLiteral("CreateSession"), {}, sessionOptions);
+    auto created = request(kRemoteDesktop, QStringLiteral("CreateSession"), {}, sessionOptions);
     if (!created) return created.status();
-    m_session = created->results.value(QStringLiteral("session_handle")).toString();
+    // A string by the documentation; some portal versions send an object path.
+    const QVariant handle = created->results.value(QStringLiteral("session_handle"));
+    m_session = handle.metaType() == QMetaType::fromType<QDBusObjectPath>()
+                    ? handle.value<QDBusObjectPath>().path()
+                    : handle.toString();
     if (m_session.isEmpty()) {
         return Status::corrupt("RemoteDesktop.CreateSession: the response has no session_handle");
     }
@@ -133,11 +143,11 @@ Status PortalClient::start() {
     QVariantMap devices{{QStringLiteral("types"), m_options.deviceTypes},
                         {QStringLiteral("persist_mode"), kPersistUntilRevoked}};
     std::string kept = m_tokens != nullptr ? m_tokens->load() : std::string();
-    if (!kept.empty()) devices.insert(QStringLiteral("restore_token"), QString::fromStdString(kept));
-    IRIS_RETURN_IF_ERROR(
-        request(kRemoteDesktop, QStringLiteral("SelectDevices"), {QVariant::fromValue(session)},
-                devices)
-            .status());
+    if (!kept.empty())
+        devices.insert(QStringLiteral("restore_token"), QString::fromStdString(kept));
+    IRIS_RETURN_IF_ERROR(request(kRemoteDesktop, QStringLiteral("SelectDevices"),
+                                 {QVariant::fromValue(session)}, devices)
+                             .status());
 
     QVariantMap sources{{QStringLiteral("types"), kSourceMonitor},
                         {QStringLiteral("multiple"), true}};
@@ -203,8 +213,8 @@ Result<PortalClient::Response> PortalClient::request(const QString& interface,
     // quick answer is not missed.
     const QString token = nextToken();
     options.insert(QStringLiteral("handle_token"), token);
-    QString path = kObjectPath + QStringLiteral("/request/") + m_senderPart + QLatin1Char('/') +
-                   token;
+    QString path =
+        kObjectPath + QStringLiteral("/request/") + m_senderPart + QLatin1Char('/') + token;
     m_bus.connect(kService, path, kRequest, QStringLiteral("Response"), this,
                   SLOT(onResponse(uint, QVariantMap)));
     m_response.reset();
@@ -216,9 +226,9 @@ Result<PortalClient::Response> PortalClient::request(const QString& interface,
     if (!handle.isValid()) {
         m_bus.disconnect(kService, path, kRequest, QStringLiteral("Response"), this,
                          SLOT(onResponse(uint, QVariantMap)));
-        return Status::unavailable(text(interface) + "." + text(method) +
-                                   ": the portal refused the call: " +
-                                   text(handle.error().message()));
+        return Status::unavailable(
+            text(interface) + "." + text(method) +
+            ": the portal refused the call: " + text(handle.error().message()));
     }
     if (handle.value().path() != path) {
         // Portals before 0.9 chose their own path; follow it.
@@ -251,8 +261,8 @@ Result<PortalClient::Response> PortalClient::waitForResponse(const QString& requ
     if (m_response) return *m_response;
     if (m_closedByDesktop) return sessionUsable(method.toUtf8().constData());
     // Nobody answered: tell the portal to close the dialog.
-    m_bus.call(QDBusMessage::createMethodCall(kService, requestPath, kRequest,
-                                              QStringLiteral("Close")));
+    m_bus.call(
+        QDBusMessage::createMethodCall(kService, requestPath, kRequest, QStringLiteral("Close")));
     return Status::unavailable(text(method) + ": the desktop portal gave no answer within " +
                                std::to_string(m_options.responseTimeoutMs / 1000) +
                                " s (is its consent dialog still open?)");
@@ -357,8 +367,8 @@ Status PortalClient::keyboardKeysym(std::uint32_t keysym, bool pressed) {
 void PortalClient::close() {
     if (m_session.isEmpty()) return;
     if (!m_closedByDesktop && m_bus.isConnected()) {
-        m_bus.call(QDBusMessage::createMethodCall(kService, m_session, kSession,
-                                                  QStringLiteral("Close")));
+        m_bus.call(
+            QDBusMessage::createMethodCall(kService, m_session, kSession, QStringLiteral("Close")));
     }
     m_bus.disconnect(kService, m_session, kSession, QStringLiteral("Closed"), this,
                      SLOT(onSessionClosed(QVariantMap)));

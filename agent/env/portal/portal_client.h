@@ -15,16 +15,17 @@
 // Blocking: each call waits for its Response in a local event loop of the calling thread, so a
 // worker thread without an event loop of its own can drive it. Not thread-safe: create and use
 // a client on one thread, since the portal's signals are delivered to the thread it lives on.
-#include <QDBusConnection>
-#include <QEventLoop>
-#include <QObject>
-#include <QString>
-#include <QVariantMap>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <QDBusConnection>
+#include <QEventLoop>
+#include <QObject>
+#include <QString>
+#include <QVariantMap>
 
 #include "base/status.h"
 

@@ -9,10 +9,11 @@
 // portal takes pointer positions in the monitor's logical pixels; frame pixels per logical
 // pixel (the monitor's scale, 2 on a HiDPI screen) come from the first frame's width over the
 // logical width the portal reported.
-#include <QDBusConnection>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+
+#include <QDBusConnection>
 
 #include "agent/env/portal/pipewire_capture.h"
 #include "agent/env/portal/portal_client.h"

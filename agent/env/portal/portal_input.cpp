@@ -34,8 +34,8 @@ Status PortalInput::moveTo(Point p) {
     double x = p.x / m_pixelsPerUnit;
     double y = p.y / m_pixelsPerUnit;
     if (x < 0 || y < 0 || x >= m_stream.width || y >= m_stream.height) {
-        return Status::outOfRange("pointer (" + std::to_string(p.x) + ", " +
-                                  std::to_string(p.y) + ") is outside the shared screen of " +
+        return Status::outOfRange("pointer (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
+                                  ") is outside the shared screen of " +
                                   std::to_string(m_stream.width) + "x" +
                                   std::to_string(m_stream.height) + " logical pixels");
     }
@@ -111,7 +111,8 @@ Status PortalInput::pressKeys(const std::vector<std::string>& keys) {
     }
     std::size_t pressed = 0;
     Status status = Status::ok();
-    for (; pressed < keys.size() && status.isOk(); ++pressed) status = key(keys[pressed], true);
+    for (; pressed < keys.size() && status.isOk(); ++pressed)
+        status = key(keys[pressed], true);
     // Release in reverse whatever went down, even after an error, so no modifier stays held.
     for (std::size_t i = pressed; i-- > 0;) {
         Status released = key(keys[i], false);

@@ -11,6 +11,14 @@
 //   DialogCount() -> u, Calls() -> as, LastSelectDevices() -> a{sv}
 // OpenPipeWireRemote connects to the PipeWire socket named by IRIS_FAKE_PIPEWIRE_SOCKET, as the
 // portal hands out its own connection to the compositor's PipeWire; without it, a pipe's end.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <QCoreApplication>
 #include <QDBusArgument>
 #include <QDBusConnection>
@@ -21,12 +29,6 @@
 #include <QDBusVariant>
 #include <QDBusVirtualObject>
 #include <QStringList>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 namespace {
 
@@ -211,7 +213,8 @@ private:
             return error(message, "org.freedesktop.portal.Error.Failed", "Invalid session");
         }
         QStringList values;
-        for (int i = 2; i < a.size(); ++i) values << a[i].toString();
+        for (int i = 2; i < a.size(); ++i)
+            values << a[i].toString();
         m_calls << message.member() + " " + values.join(QLatin1Char(' '));
         return reply(message, {});
     }
@@ -220,7 +223,8 @@ private:
         const QString member = message.member();
         const QVariant first = message.arguments().value(0);
         if (member == QLatin1String("SetRefuse")) m_refuse = first.toBool();
-        if (member == QLatin1String("SetRemoteDesktopVersion")) m_remoteDesktopVersion = first.toUInt();
+        if (member == QLatin1String("SetRemoteDesktopVersion"))
+            m_remoteDesktopVersion = first.toUInt();
         if (member == QLatin1String("SetStreamNode")) {
             m_streamNode = first.toUInt();
             m_width = message.arguments().value(1).toInt();

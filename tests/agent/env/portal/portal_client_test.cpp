@@ -1,6 +1,15 @@
 // PortalClient and PortalInput against fake_portal.cpp on a private session bus (a dbus-daemon
 // the suite starts): the handshake, the restore token kept and honoured, the errors, and the
 // portal calls the agent's actions become. Skips when dbus-daemon is not installed.
+#include "agent/env/portal/portal_client.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <QCoreApplication>
 #include <QDBusConnection>
 #include <QDBusConnectionInterface>
@@ -12,14 +21,8 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QThread>
-#include <filesystem>
-#include <fstream>
-#include <gtest/gtest.h>
-#include <memory>
-#include <unistd.h>
 
 #include "agent/env/portal/pipewire_capture.h"
-#include "agent/env/portal/portal_client.h"
 #include "agent/env/portal/portal_environment.h"
 #include "agent/env/portal/portal_input.h"
 
@@ -93,9 +96,9 @@ protected:
     }
 
     QDBusMessage control(const char* member, const QList<QVariant>& arguments = {}) {
-        QDBusMessage call = QDBusMessage::createMethodCall(
-            "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop",
-            "org.iris.test.FakePortal", member);
+        QDBusMessage call = QDBusMessage::createMethodCall("org.freedesktop.portal.Desktop",
+                                                           "/org/freedesktop/portal/desktop",
+                                                           "org.iris.test.FakePortal", member);
         call.setArguments(arguments);
         return m_bus->call(call);
     }
@@ -169,7 +172,7 @@ TEST_F(PortalClientTest, KeptTokenStartsTheNextSessionWithoutAsking) {
     Status started = second.start();
     ASSERT_TRUE(started.isOk()) << started.message();
     EXPECT_EQ(lastSelectDevices().value("restore_token").toString(), "fake-token-1");
-    EXPECT_EQ(dialogCount(), 1U);  // no second consent dialog
+    EXPECT_EQ(dialogCount(), 1U);                   // no second consent dialog
     EXPECT_EQ(tokenFileContent(), "fake-token-2");  // the portal's new token replaces the old
 }
 
@@ -241,7 +244,8 @@ QString keysym(uint sym, int state) {
 }
 QStringList typed(std::initializer_list<uint> syms) {
     QStringList calls;
-    for (uint sym : syms) calls << keysym(sym, 1) << keysym(sym, 0);
+    for (uint sym : syms)
+        calls << keysym(sym, 1) << keysym(sym, 0);
     return calls;
 }
 
@@ -272,11 +276,11 @@ TEST_F(PortalInputTest, ClicksDragsAndScrollsBecomePointerCalls) {
     run(input, Click{std::nullopt, MouseButton::Middle, 1});
     run(input, Drag{Point{10, 20}, Point{90, 100}, MouseButton::Left});
     run(input, Scroll{Point{5, 6}, -2, 3});
-    QStringList expected{motion(100, 200), button(0x110, 1), button(0x110, 0),
-                         button(0x110, 1), button(0x110, 0), motion(12.5, 7),
-                         button(0x111, 1), button(0x111, 0), button(0x112, 1),
-                         button(0x112, 0), motion(10, 20),   button(0x110, 1)};
-    for (int k = 1; k <= 8; ++k) expected << motion(10 + 10 * k, 20 + 10 * k);
+    QStringList expected{motion(100, 200), button(0x110, 1), button(0x110, 0), button(0x110, 1),
+                         button(0x110, 0), motion(12.5, 7),  button(0x111, 1), button(0x111, 0),
+                         button(0x112, 1), button(0x112, 0), motion(10, 20),   button(0x110, 1)};
+    for (int k = 1; k <= 8; ++k)
+        expected << motion(10 + 10 * k, 20 + 10 * k);
     expected << button(0x110, 0) << motion(5, 6) << "NotifyPointerAxisDiscrete 0 3"
              << "NotifyPointerAxisDiscrete 1 -2";
     EXPECT_EQ(inputCalls(), expected);
@@ -313,8 +317,7 @@ TEST_F(PortalInputTest, ChordsPressInOrderAndReleaseInReverse) {
     run(input, KeyUp{"shift"});
     // Control_L 0xffe3, a 0x61, Shift_L 0xffe1.
     EXPECT_EQ(inputCalls(), (QStringList{keysym(0xffe3, 1), keysym(0x61, 1), keysym(0x61, 0),
-                                         keysym(0xffe3, 0), keysym(0xffe1, 1),
-                                         keysym(0xffe1, 0)}));
+                                         keysym(0xffe3, 0), keysym(0xffe1, 1), keysym(0xffe1, 0)}));
     Status unknown = input.execute(PressKeys{{"ctrl", "nokey"}});
     EXPECT_EQ(unknown.code(), StatusCode::InvalidArgument);
     EXPECT_EQ(inputCalls().size(), 6);  // nothing pressed for a chord with an unknown key
@@ -428,9 +431,9 @@ TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPoint
 
     ActionResult clicked = (*env)->execute(Click{Point{20, 30}, MouseButton::Left, 1});
     ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
-    EXPECT_EQ(inputCalls(), (QStringList{QStringLiteral("NotifyPointerMotionAbsolute %1 10 15")
-                                             .arg(node),
-                                         button(0x110, 1), button(0x110, 0)}));
+    EXPECT_EQ(inputCalls(),
+              (QStringList{QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node),
+                           button(0x110, 1), button(0x110, 0)}));
     EXPECT_TRUE((*env)->observe().isOk());  // no new frame needed: the newest one is current
     EXPECT_TRUE((*env)->execute(Wait{0}).status.isOk());
     EXPECT_TRUE((*env)->execute(Done{"ok"}).status.isOk());
@@ -466,9 +469,13 @@ TEST_F(PortalFramesTest, StreamThatStopsFailsTheNextFrame) {
         << after.status().message();
 }
 
-TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("BGRx"); }
+TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) {
+    expectProducerPixels("BGRx");
+}
 
-TEST_F(PortalFramesTest, RgbaFramesOfTheSharedScreenArriveIntact) { expectProducerPixels("RGBA"); }
+TEST_F(PortalFramesTest, RgbaFramesOfTheSharedScreenArriveIntact) {
+    expectProducerPixels("RGBA");
+}
 
 }  // namespace
 }  // namespace iris::agent

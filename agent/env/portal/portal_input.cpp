@@ -1,0 +1,161 @@
+#include "agent/env/portal/portal_input.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "agent/env/desktop/key_names.h"
+#include "base/utf8.h"
+
+namespace iris::agent {
+namespace {
+
+// A drag moves in steps so that applications that track motion between press and release
+// (sliders, selections) see it, as the X11 environment does.
+constexpr int kDragSteps = 8;
+
+int evdevButton(MouseButton button) {
+    switch (button) {
+        case MouseButton::Right:
+            return kEvdevButtonRight;
+        case MouseButton::Middle:
+            return kEvdevButtonMiddle;
+        case MouseButton::Left:
+            break;
+    }
+    return kEvdevButtonLeft;
+}
+
+}  // namespace
+
+PortalInput::PortalInput(PortalClient& client, PortalStream stream, double pixelsPerUnit)
+    : m_client(client), m_stream(stream), m_pixelsPerUnit(pixelsPerUnit) {}
+
+Status PortalInput::moveTo(Point p) {
+    double x = p.x / m_pixelsPerUnit;
+    double y = p.y / m_pixelsPerUnit;
+    if (x < 0 || y < 0 || x >= m_stream.width || y >= m_stream.height) {
+        return Status::outOfRange("pointer (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
+                                  ") is outside the shared screen of " +
+                                  std::to_string(m_stream.width) + "x" +
+                                  std::to_string(m_stream.height) + " logical pixels");
+    }
+    IRIS_RETURN_IF_ERROR(m_client.pointerMotionAbsolute(m_stream.nodeId, x, y));
+    m_pointer = p;
+    return Status::ok();
+}
+
+Status PortalInput::pointerTo(const std::optional<Point>& at) {
+    return at ? moveTo(*at) : Status::ok();
+}
+
+Status PortalInput::click(int button, int count) {
+    for (int i = 0; i < count; ++i) {
+        IRIS_RETURN_IF_ERROR(m_client.pointerButton(button, true));
+        IRIS_RETURN_IF_ERROR(m_client.pointerButton(button, false));
+    }
+    return Status::ok();
+}
+
+Status PortalInput::drag(const Drag& drag) {
+    IRIS_RETURN_IF_ERROR(pointerTo(drag.from));
+    if (!m_pointer) {
+        return Status::invalidArgument("drag: no start point and the pointer was never moved");
+    }
+    const Point start = *m_pointer;
+    const int button = evdevButton(drag.button);
+    IRIS_RETURN_IF_ERROR(m_client.pointerButton(button, true));
+    Status status = Status::ok();
+    for (int step = 1; step <= kDragSteps && status.isOk(); ++step) {
+        double t = static_cast<double>(step) / kDragSteps;
+        status = moveTo({start.x + (drag.to.x - start.x) * t, start.y + (drag.to.y - start.y) * t});
+    }
+    Status released = m_client.pointerButton(button, false);
+    return status.isOk() ? released : status;
+}
+
+Status PortalInput::scroll(const Scroll& scroll) {
+    IRIS_RETURN_IF_ERROR(pointerTo(scroll.at));
+    // Positive steps scroll the content down / right, like the action's dy / dx.
+    if (scroll.dy != 0) {
+        IRIS_RETURN_IF_ERROR(m_client.pointerAxisDiscrete(ScrollAxis::Vertical, scroll.dy));
+    }
+    if (scroll.dx != 0) {
+        IRIS_RETURN_IF_ERROR(m_client.pointerAxisDiscrete(ScrollAxis::Horizontal, scroll.dx));
+    }
+    return Status::ok();
+}
+
+Status PortalInput::typeText(const std::string& text) {
+    auto codePoints = utf8::decode(text);
+    if (!codePoints) return codePoints.status().withContext("type: ");
+    for (char32_t c : *codePoints) {
+        KeySymbol keysym = keysymForCodePoint(c);
+        if (keysym == 0) continue;  // control characters other than newline and tab
+        IRIS_RETURN_IF_ERROR(m_client.keyboardKeysym(static_cast<std::uint32_t>(keysym), true));
+        IRIS_RETURN_IF_ERROR(m_client.keyboardKeysym(static_cast<std::uint32_t>(keysym), false));
+    }
+    return Status::ok();
+}
+
+Status PortalInput::key(const std::string& name, bool pressed) {
+    KeySymbol keysym = keysymForKeyName(name);
+    if (keysym == 0) return Status::invalidArgument("key: unknown key name \"" + name + "\"");
+    return m_client.keyboardKeysym(static_cast<std::uint32_t>(keysym), pressed);
+}
+
+Status PortalInput::pressKeys(const std::vector<std::string>& keys) {
+    for (const auto& name : keys) {  // check all names before pressing any
+        if (keysymForKeyName(name) == 0) {
+            return Status::invalidArgument("hotkey: unknown key name \"" + name + "\"");
+        }
+    }
+    std::size_t pressed = 0;
+    Status status = Status::ok();
+    for (; pressed < keys.size() && status.isOk(); ++pressed)
+        status = key(keys[pressed], true);
+    // Release in reverse whatever went down, even after an error, so no modifier stays held.
+    for (std::size_t i = pressed; i-- > 0;) {
+        Status released = key(keys[i], false);
+        if (status.isOk()) status = released;
+    }
+    return status;
+}
+
+Status PortalInput::execute(const Action& action) {
+    return std::visit(
+        [this](const auto& a) -> Status {
+            using T = std::decay_t<decltype(a)>;
+            if constexpr (std::is_same_v<T, Click>) {
+                if (a.count < 1 || a.count > 3) {
+                    return Status::invalidArgument("click: count must be 1, 2 or 3, not " +
+                                                   std::to_string(a.count));
+                }
+                IRIS_RETURN_IF_ERROR(pointerTo(a.at));
+                return click(evdevButton(a.button), a.count);
+            } else if constexpr (std::is_same_v<T, MoveTo>) {
+                return moveTo(a.to);
+            } else if constexpr (std::is_same_v<T, MouseDown>) {
+                return m_client.pointerButton(evdevButton(a.button), true);
+            } else if constexpr (std::is_same_v<T, MouseUp>) {
+                return m_client.pointerButton(evdevButton(a.button), false);
+            } else if constexpr (std::is_same_v<T, Drag>) {
+                return drag(a);
+            } else if constexpr (std::is_same_v<T, Scroll>) {
+                return scroll(a);
+            } else if constexpr (std::is_same_v<T, TypeText>) {
+                return typeText(a.text);
+            } else if constexpr (std::is_same_v<T, PressKeys>) {
+                return pressKeys(a.keys);
+            } else if constexpr (std::is_same_v<T, KeyDown>) {
+                return key(a.key, true);
+            } else if constexpr (std::is_same_v<T, KeyUp>) {
+                return key(a.key, false);
+            } else {
+                return Status::unsupported(std::string(actionName(a)) +
+                                           ": not an input action of the portal desktop");
+            }
+        },
+        action);
+}
+
+}  // namespace iris::agent

@@ -1,0 +1,499 @@
+// PortalClient and PortalInput against fake_portal.cpp on a private session bus (a dbus-daemon
+// the suite starts): the handshake, the restore token kept and honoured, the errors, and the
+// portal calls the agent's actions become. Skips when dbus-daemon is not installed.
+#include "agent/env/portal/portal_client.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <QCoreApplication>
+#include <QDBusConnection>
+#include <QDBusConnectionInterface>
+#include <QDBusMessage>
+#include <QDBusReply>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QThread>
+
+#include "agent/env/portal/pipewire_capture.h"
+#include "agent/env/portal/portal_environment.h"
+#include "agent/env/portal/portal_input.h"
+
+namespace iris::agent {
+namespace {
+
+// Starting processes is bounded generously: a loaded CI machine may be slow, and nothing here
+// asserts on time.
+constexpr int kStartMs = 30000;
+
+class PortalClientTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        s_daemon = new QProcess;
+        s_daemon->start(QStringLiteral("dbus-daemon"),
+                        {"--session", "--nofork", "--print-address=1"});
+        if (!s_daemon->waitForStarted(kStartMs) || !s_daemon->waitForReadyRead(kStartMs)) {
+            delete s_daemon;
+            s_daemon = nullptr;
+            return;
+        }
+        s_address = QString::fromUtf8(s_daemon->readLine()).trimmed();
+    }
+
+    static void TearDownTestSuite() {
+        if (s_daemon == nullptr) return;
+        s_daemon->kill();
+        s_daemon->waitForFinished(kStartMs);
+        delete s_daemon;
+        s_daemon = nullptr;
+    }
+
+    void SetUp() override {
+        if (s_daemon == nullptr) GTEST_SKIP() << "dbus-daemon is not installed";
+        m_tokenFile = std::filesystem::path(IRIS_TEST_ARTIFACTS) /
+                      ("portal_token_" + std::to_string(::getpid()) + ".txt");
+        std::filesystem::remove(m_tokenFile);
+        const QString name = QStringLiteral("iris-portal-test-%1").arg(++s_connections);
+        m_bus = std::make_unique<QDBusConnection>(QDBusConnection::connectToBus(s_address, name));
+        ASSERT_TRUE(m_bus->isConnected()) << qPrintable(m_bus->lastError().message());
+    }
+
+    void TearDown() override {
+        stopFake();
+        if (m_bus) QDBusConnection::disconnectFromBus(m_bus->name());
+        std::filesystem::remove(m_tokenFile);
+    }
+
+    void startFake() {
+        m_fake = std::make_unique<QProcess>();
+        QProcessEnvironment environment = m_fakeEnvironment;
+        environment.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), s_address);
+        m_fake->setProcessEnvironment(environment);
+        m_fake->setProcessChannelMode(QProcess::ForwardedChannels);
+        m_fake->start(QStringLiteral(IRIS_FAKE_PORTAL), {});
+        ASSERT_TRUE(m_fake->waitForStarted(kStartMs));
+        // The fake is ready once it owns the portal's name.
+        for (int waited = 0; waited < kStartMs; waited += 20) {
+            if (m_bus->interface()->isServiceRegistered("org.freedesktop.portal.Desktop")) return;
+            ASSERT_EQ(m_fake->state(), QProcess::Running) << "fake_portal exited";
+            QThread::msleep(20);
+        }
+        FAIL() << "fake_portal did not take org.freedesktop.portal.Desktop";
+    }
+
+    void stopFake() {
+        if (!m_fake) return;
+        m_fake->kill();
+        m_fake->waitForFinished(kStartMs);
+        m_fake.reset();
+    }
+
+    QDBusMessage control(const char* member, const QList<QVariant>& arguments = {}) {
+        QDBusMessage call = QDBusMessage::createMethodCall("org.freedesktop.portal.Desktop",
+                                                           "/org/freedesktop/portal/desktop",
+                                                           "org.iris.test.FakePortal", member);
+        call.setArguments(arguments);
+        return m_bus->call(call);
+    }
+    uint dialogCount() { return control("DialogCount").arguments().value(0).toUInt(); }
+    QVariantMap lastSelectDevices() {
+        return qdbus_cast<QVariantMap>(control("LastSelectDevices").arguments().value(0));
+    }
+    // The input calls the fake received, without the handshake's.
+    QStringList inputCalls() {
+        QStringList calls = control("Calls").arguments().value(0).toStringList();
+        return calls.filter(QRegularExpression("^Notify"));
+    }
+    std::string tokenFileContent() {
+        std::ifstream in(m_tokenFile);
+        std::string line;
+        std::getline(in, line);
+        return line;
+    }
+
+    static inline QProcess* s_daemon = nullptr;
+    static inline QString s_address;
+    static inline int s_connections = 0;
+    std::unique_ptr<QDBusConnection> m_bus;
+    std::unique_ptr<QProcess> m_fake;
+    QProcessEnvironment m_fakeEnvironment = QProcessEnvironment::systemEnvironment();
+    std::filesystem::path m_tokenFile;
+};
+
+TEST_F(PortalClientTest, HandshakeSharesTheMonitorAndKeepsTheToken) {
+    startFake();
+    FileRestoreTokenStore tokens(m_tokenFile);
+    PortalClient client(*m_bus, &tokens);
+    Status started = client.start();
+    ASSERT_TRUE(started.isOk()) << started.message();
+
+    ASSERT_EQ(client.streams().size(), 1U);
+    EXPECT_EQ(client.streams()[0].nodeId, 42U);
+    EXPECT_EQ(client.streams()[0].x, 0);
+    EXPECT_EQ(client.streams()[0].y, 0);
+    EXPECT_EQ(client.streams()[0].width, 1280);
+    EXPECT_EQ(client.streams()[0].height, 800);
+    EXPECT_EQ(client.devices(), 3U);
+    EXPECT_TRUE(client.sessionHandle().startsWith("/org/freedesktop/portal/desktop/session/"));
+
+    QVariantMap devices = lastSelectDevices();
+    EXPECT_EQ(devices.value("types").toUInt(), 3U);         // keyboard | pointer
+    EXPECT_EQ(devices.value("persist_mode").toUInt(), 2U);  // until revoked
+    EXPECT_FALSE(devices.contains("restore_token"));        // nothing kept yet
+    EXPECT_TRUE(control("Calls").arguments().value(0).toStringList().contains(
+        "SelectSources types=1"));  // monitors
+    EXPECT_EQ(dialogCount(), 1U);
+    EXPECT_EQ(tokenFileContent(), "fake-token-1");
+    EXPECT_EQ(std::filesystem::status(m_tokenFile).permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+    auto fd = client.openPipeWireRemote();
+    ASSERT_TRUE(fd.isOk()) << fd.status().message();
+    EXPECT_GE(*fd, 0);
+    ::close(*fd);
+}
+
+TEST_F(PortalClientTest, KeptTokenStartsTheNextSessionWithoutAsking) {
+    startFake();
+    FileRestoreTokenStore tokens(m_tokenFile);
+    {
+        PortalClient first(*m_bus, &tokens);
+        ASSERT_TRUE(first.start().isOk());
+    }
+    EXPECT_EQ(dialogCount(), 1U);
+    PortalClient second(*m_bus, &tokens);
+    Status started = second.start();
+    ASSERT_TRUE(started.isOk()) << started.message();
+    EXPECT_EQ(lastSelectDevices().value("restore_token").toString(), "fake-token-1");
+    EXPECT_EQ(dialogCount(), 1U);                   // no second consent dialog
+    EXPECT_EQ(tokenFileContent(), "fake-token-2");  // the portal's new token replaces the old
+}
+
+TEST_F(PortalClientTest, TokenThePortalNoLongerHonoursAsksAgainAndIsReplaced) {
+    startFake();
+    FileRestoreTokenStore tokens(m_tokenFile);
+    ASSERT_TRUE(tokens.save("revoked-token").isOk());  // e.g. the user withdrew the permission
+    PortalClient client(*m_bus, &tokens);
+    Status started = client.start();
+    ASSERT_TRUE(started.isOk()) << started.message();
+    EXPECT_EQ(lastSelectDevices().value("restore_token").toString(), "revoked-token");
+    EXPECT_EQ(dialogCount(), 1U);
+    EXPECT_EQ(tokenFileContent(), "fake-token-1");
+}
+
+TEST_F(PortalClientTest, RefusedConsentSaysSo) {
+    startFake();
+    control("SetRefuse", {true});
+    FileRestoreTokenStore tokens(m_tokenFile);
+    PortalClient client(*m_bus, &tokens);
+    Status started = client.start();
+    EXPECT_EQ(started.code(), StatusCode::Cancelled);
+    EXPECT_NE(started.message().find("RemoteDesktop.Start"), std::string::npos);
+    EXPECT_NE(started.message().find("refused"), std::string::npos) << started.message();
+    EXPECT_EQ(dialogCount(), 1U);
+    EXPECT_EQ(tokenFileContent(), "");  // nothing kept
+}
+
+TEST_F(PortalClientTest, MissingPortalServiceSaysWhatToInstall) {
+    PortalClient client(*m_bus, nullptr);  // no fake on this bus
+    Status started = client.start();
+    EXPECT_EQ(started.code(), StatusCode::Unavailable);
+    EXPECT_NE(started.message().find("xdg-desktop-portal is not running"), std::string::npos)
+        << started.message();
+    EXPECT_NE(started.message().find("xdg-desktop-portal-gnome"), std::string::npos);
+}
+
+TEST_F(PortalClientTest, MissingOrOldRemoteDesktopSaysSo) {
+    startFake();
+    control("SetRemoteDesktopVersion", {0U});
+    {
+        PortalClient client(*m_bus, nullptr);
+        Status started = client.start();
+        EXPECT_EQ(started.code(), StatusCode::Unsupported);
+        EXPECT_NE(started.message().find("has no RemoteDesktop interface"), std::string::npos)
+            << started.message();
+    }
+    control("SetRemoteDesktopVersion", {1U});
+    PortalClient client(*m_bus, nullptr);
+    Status started = client.start();
+    EXPECT_EQ(started.code(), StatusCode::Unsupported);
+    EXPECT_NE(started.message().find("version 1, Iris needs version 2"), std::string::npos)
+        << started.message();
+    EXPECT_EQ(dialogCount(), 0U);  // it stopped before asking the user
+}
+
+TEST_F(PortalClientTest, SessionClosedByTheDesktopFailsTheNextStep) {
+    startFake();
+    PortalClient client(*m_bus, nullptr);
+    ASSERT_TRUE(client.start().isOk());
+    ASSERT_TRUE(client.pointerButton(kEvdevButtonLeft, true).isOk());
+    control("CloseSession");
+    Status status = client.pointerButton(kEvdevButtonLeft, false);
+    EXPECT_EQ(status.code(), StatusCode::Unavailable);
+    EXPECT_NE(status.message().find("NotifyPointerButton: the desktop closed the remote desktop "
+                                    "session"),
+              std::string::npos)
+        << status.message();
+    EXPECT_EQ(inputCalls(), QStringList{"NotifyPointerButton 272 1"});
+    EXPECT_EQ(client.openPipeWireRemote().status().code(), StatusCode::Unavailable);
+}
+
+QString motion(double x, double y) {
+    return QStringLiteral("NotifyPointerMotionAbsolute 42 %1 %2").arg(x).arg(y);
+}
+QString button(int code, int state) {
+    return QStringLiteral("NotifyPointerButton %1 %2").arg(code).arg(state);
+}
+QString keysym(uint sym, int state) {
+    return QStringLiteral("NotifyKeyboardKeysym %1 %2").arg(sym).arg(state);
+}
+QStringList typed(std::initializer_list<uint> syms) {
+    QStringList calls;
+    for (uint sym : syms)
+        calls << keysym(sym, 1) << keysym(sym, 0);
+    return calls;
+}
+
+class PortalInputTest : public PortalClientTest {
+protected:
+    void SetUp() override {
+        PortalClientTest::SetUp();
+        if (IsSkipped()) return;
+        startFake();
+        m_client = std::make_unique<PortalClient>(*m_bus, nullptr);
+        ASSERT_TRUE(m_client->start().isOk());
+    }
+    void TearDown() override {
+        m_client.reset();
+        PortalClientTest::TearDown();
+    }
+    void run(PortalInput& input, const Action& action) {
+        Status status = input.execute(action);
+        ASSERT_TRUE(status.isOk()) << describe(action) << ": " << status.message();
+    }
+    std::unique_ptr<PortalClient> m_client;
+};
+
+TEST_F(PortalInputTest, ClicksDragsAndScrollsBecomePointerCalls) {
+    PortalInput input(*m_client, m_client->streams()[0]);
+    run(input, Click{Point{100, 200}, MouseButton::Left, 2});
+    run(input, Click{Point{12.5, 7}, MouseButton::Right, 1});
+    run(input, Click{std::nullopt, MouseButton::Middle, 1});
+    run(input, Drag{Point{10, 20}, Point{90, 100}, MouseButton::Left});
+    run(input, Scroll{Point{5, 6}, -2, 3});
+    QStringList expected{motion(100, 200), button(0x110, 1), button(0x110, 0), button(0x110, 1),
+                         button(0x110, 0), motion(12.5, 7),  button(0x111, 1), button(0x111, 0),
+                         button(0x112, 1), button(0x112, 0), motion(10, 20),   button(0x110, 1)};
+    for (int k = 1; k <= 8; ++k)
+        expected << motion(10 + 10 * k, 20 + 10 * k);
+    expected << button(0x110, 0) << motion(5, 6) << "NotifyPointerAxisDiscrete 0 3"
+             << "NotifyPointerAxisDiscrete 1 -2";
+    EXPECT_EQ(inputCalls(), expected);
+}
+
+TEST_F(PortalInputTest, ObservationPixelsAreScaledToTheStreamAndChecked) {
+    PortalInput input(*m_client, m_client->streams()[0], 2.0);  // a scale-2 observation
+    run(input, MoveTo{Point{200, 101}});
+    Status outside = input.execute(Click{Point{2560, 10}, MouseButton::Left, 1});
+    EXPECT_EQ(outside.code(), StatusCode::OutOfRange);
+    EXPECT_EQ(inputCalls(), QStringList{motion(100, 50.5)});  // nothing for the refused click
+}
+
+TEST_F(PortalInputTest, TypingSendsKeysymsForAnyCharacter) {
+    PortalInput input(*m_client, m_client->streams()[0]);
+    run(input, TypeText{"Hi 1\n"});
+    // H i space 1 Return: Latin-1 keysyms equal the code point; newline is Return (0xff0d).
+    QStringList expected = typed({0x48, 0x69, 0x20, 0x31, 0xff0d});
+    EXPECT_EQ(inputCalls(), expected);
+
+    run(input, TypeText{"\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82"});  // Привет
+    expected << typed({0x0100041f, 0x01000440, 0x01000438, 0x01000432, 0x01000435, 0x01000442});
+    run(input, TypeText{"\xf0\x9f\x98\x80"});  // U+1F600, an emoji beyond the BMP
+    expected << typed({0x0101f600});
+    run(input, TypeText{"\xc3\xa9"});  // é, Latin-1: its own code as keysym
+    expected << typed({0xe9});
+    EXPECT_EQ(inputCalls(), expected);
+}
+
+TEST_F(PortalInputTest, ChordsPressInOrderAndReleaseInReverse) {
+    PortalInput input(*m_client, m_client->streams()[0]);
+    run(input, PressKeys{{"ctrl", "a"}});
+    run(input, KeyDown{"shift"});
+    run(input, KeyUp{"shift"});
+    // Control_L 0xffe3, a 0x61, Shift_L 0xffe1.
+    EXPECT_EQ(inputCalls(), (QStringList{keysym(0xffe3, 1), keysym(0x61, 1), keysym(0x61, 0),
+                                         keysym(0xffe3, 0), keysym(0xffe1, 1), keysym(0xffe1, 0)}));
+    Status unknown = input.execute(PressKeys{{"ctrl", "nokey"}});
+    EXPECT_EQ(unknown.code(), StatusCode::InvalidArgument);
+    EXPECT_EQ(inputCalls().size(), 6);  // nothing pressed for a chord with an unknown key
+}
+
+// A private PipeWire daemon (its own XDG_RUNTIME_DIR, no session bus, no session manager), a
+// test producer with known pixels in it, and the fake portal handing out a connection to it.
+class PortalFramesTest : public PortalClientTest {
+protected:
+    void SetUp() override {
+        PortalClientTest::SetUp();
+        if (IsSkipped()) return;
+        if (QStandardPaths::findExecutable("pipewire").isEmpty()) {
+            GTEST_SKIP() << "the pipewire daemon is not installed";
+        }
+        ASSERT_TRUE(m_runtime.isValid());
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert("XDG_RUNTIME_DIR", m_runtime.path());
+        environment.remove("DBUS_SESSION_BUS_ADDRESS");
+        m_pipewire.setProcessEnvironment(environment);
+        m_pipewire.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        m_pipewire.start("pipewire", {});
+        ASSERT_TRUE(m_pipewire.waitForStarted(kStartMs));
+        const QString socket = m_runtime.filePath("pipewire-0");
+        for (int waited = 0; waited < kStartMs && !QFile::exists(socket); waited += 20) {
+            ASSERT_EQ(m_pipewire.state(), QProcess::Running) << "pipewire exited";
+            QThread::msleep(20);
+        }
+        ASSERT_TRUE(QFile::exists(socket)) << "pipewire made no socket";
+        m_producer.setProcessEnvironment(environment);
+        m_fakeEnvironment.insert("IRIS_FAKE_PIPEWIRE_SOCKET", socket);
+    }
+
+    void TearDown() override {
+        for (QProcess* process : {&m_producer, &m_pipewire}) {
+            process->kill();
+            process->waitForFinished(kStartMs);
+        }
+        PortalClientTest::TearDown();
+    }
+
+    // Starts the producer and returns its node id.
+    uint startProducer(const char* format, int width, int height) {
+        m_producer.start(IRIS_TEST_SCREEN_PRODUCER,
+                         {format, QString::number(width), QString::number(height)});
+        if (!m_producer.waitForStarted(kStartMs)) return 0;
+        while (!m_producer.canReadLine() && m_producer.waitForReadyRead(kStartMs)) {
+        }
+        return m_producer.readLine().trimmed().toUInt();
+    }
+
+    void expectProducerPixels(const char* format) {
+        const int width = 64;
+        const int height = 48;
+        const uint node = startProducer(format, width, height);
+        ASSERT_NE(node, 0U) << "the producer printed no node id";
+        startFake();
+        control("SetStreamNode", {node, width, height});
+        PortalClient client(*m_bus, nullptr);
+        Status started = client.start();
+        ASSERT_TRUE(started.isOk()) << started.message();
+        ASSERT_EQ(client.streams()[0].nodeId, node);
+        auto fd = client.openPipeWireRemote();
+        ASSERT_TRUE(fd.isOk()) << fd.status().message();
+        auto capture = PipeWireCapture::connect(*fd, node);
+        ASSERT_TRUE(capture.isOk()) << capture.status().message();
+        auto frame = (*capture)->nextFrame(kStartMs);
+        ASSERT_TRUE(frame.isOk()) << frame.status().message();
+        ASSERT_EQ(frame->cols, width);
+        ASSERT_EQ(frame->rows, height);
+        ASSERT_EQ(frame->type(), CV_8UC3);
+        int wrong = 0;
+        for (int y = 0; y < height; ++y) {
+            for (int x = 0; x < width; ++x) {
+                const auto& bgr = frame->at<cv::Vec3b>(y, x);
+                // The producer's pattern: red x*4, green y*5, blue 200.
+                if (bgr != cv::Vec3b(200, static_cast<uchar>((y * 5) & 255),
+                                     static_cast<uchar>((x * 4) & 255))) {
+                    ++wrong;
+                }
+            }
+        }
+        const cv::Vec3b sample = frame->at<cv::Vec3b>(7, 10);
+        EXPECT_EQ(wrong, 0) << "pixel (10, 7) is BGR " << int(sample[0]) << " " << int(sample[1])
+                            << " " << int(sample[2]) << ", expected 200 35 40";
+    }
+
+    QTemporaryDir m_runtime;
+    QProcess m_pipewire;
+    QProcess m_producer;
+};
+
+// A HiDPI monitor: 32x24 logical pixels shown in a 64x48 frame (scale 2).
+TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPointed) {
+    const uint node = startProducer("BGRx", 64, 48);
+    ASSERT_NE(node, 0U) << "the producer printed no node id";
+    startFake();
+    control("SetStreamNode", {node, 32, 24});
+    FileRestoreTokenStore tokens(m_tokenFile);
+    auto env = PortalEnvironment::open(*m_bus, &tokens);
+    ASSERT_TRUE(env.isOk()) << env.status().message();
+    EXPECT_EQ((*env)->describe(), "desktop:portal");
+
+    auto observation = (*env)->observe();
+    ASSERT_TRUE(observation.isOk()) << observation.status().message();
+    ASSERT_EQ(observation->screenshot.cols, 64);
+    ASSERT_EQ(observation->screenshot.rows, 48);
+    EXPECT_EQ(observation->devicePixelRatio, 1.0);
+    const cv::Vec3b pixel = observation->screenshot.at<cv::Vec3b>(7, 10);
+    EXPECT_EQ(pixel, cv::Vec3b(200, 35, 40));  // blue 200, green 7*5, red 10*4
+
+    ActionResult clicked = (*env)->execute(Click{Point{20, 30}, MouseButton::Left, 1});
+    ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
+    EXPECT_EQ(inputCalls(),
+              (QStringList{QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node),
+                           button(0x110, 1), button(0x110, 0)}));
+    EXPECT_TRUE((*env)->observe().isOk());  // no new frame needed: the newest one is current
+    EXPECT_TRUE((*env)->execute(Wait{0}).status.isOk());
+    EXPECT_TRUE((*env)->execute(Done{"ok"}).status.isOk());
+    EXPECT_EQ((*env)->execute(Navigate{"https://example.org"}).status.code(),
+              StatusCode::Unsupported);
+    EXPECT_EQ(inputCalls().size(), 3);  // none of them touched the portal
+    EXPECT_EQ(tokenFileContent(), "fake-token-1");
+
+    control("CloseSession");  // the user pressed "Stop sharing"
+    auto closed = (*env)->observe();
+    EXPECT_EQ(closed.status().code(), StatusCode::Unavailable);
+    EXPECT_NE(closed.status().message().find("observe: the desktop closed"), std::string::npos)
+        << closed.status().message();
+}
+
+TEST_F(PortalFramesTest, StreamThatStopsFailsTheNextFrame) {
+    const uint node = startProducer("BGRx", 64, 48);
+    ASSERT_NE(node, 0U);
+    startFake();
+    control("SetStreamNode", {node, 64, 48});
+    PortalClient client(*m_bus, nullptr);
+    ASSERT_TRUE(client.start().isOk());
+    auto fd = client.openPipeWireRemote();
+    ASSERT_TRUE(fd.isOk());
+    auto capture = PipeWireCapture::connect(*fd, node);
+    ASSERT_TRUE(capture.isOk());
+    ASSERT_TRUE((*capture)->nextFrame(kStartMs).isOk());
+    m_producer.kill();  // the compositor's screen cast goes away
+    m_producer.waitForFinished(kStartMs);
+    auto after = (*capture)->nextFrame(kStartMs, (*capture)->frameSequence());
+    EXPECT_FALSE(after.isOk());
+    EXPECT_NE(after.status().message().find("stream stopped"), std::string::npos)
+        << after.status().message();
+}
+
+TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) {
+    expectProducerPixels("BGRx");
+}
+
+TEST_F(PortalFramesTest, RgbaFramesOfTheSharedScreenArriveIntact) {
+    expectProducerPixels("RGBA");
+}
+
+}  // namespace
+}  // namespace iris::agent
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

@@ -27,4 +27,12 @@ fs::path dataDirectory() {
     return kSourceResources;
 }
 
+fs::path portalRestoreTokenPath() {
+    if (const char* config = std::getenv("XDG_CONFIG_HOME"); config && *config)
+        return fs::path(config) / "iris" / "portal-restore-token";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return fs::path(home) / ".config" / "iris" / "portal-restore-token";
+    return fs::path("iris-portal-restore-token");
+}
+
 }  // namespace iris::app

@@ -13,4 +13,8 @@ std::filesystem::path defaultSessionDatabasePath();
 // source tree's resources/.
 std::filesystem::path dataDirectory();
 
+// $XDG_CONFIG_HOME/iris/portal-restore-token (~/.config/iris/...): the token xdg-desktop-portal
+// gave for the last desktop session, so that the next one does not ask for consent again.
+std::filesystem::path portalRestoreTokenPath();
+
 }  // namespace iris::app

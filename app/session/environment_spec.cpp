@@ -6,7 +6,9 @@
 
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
+#include "agent/env/portal/portal_environment.h"
 #include "agent/env/wayland/wayland_desktop_environment.h"
+#include "app/session/data_paths.h"
 
 namespace iris::app {
 namespace fs = std::filesystem;
@@ -30,6 +32,7 @@ std::string environmentText(const EnvironmentSpec& spec) {
         case EnvironmentSpec::Kind::Desktop:
             if (spec.protocol == EnvironmentSpec::Protocol::X11) return "desktop:x11";
             if (spec.protocol == EnvironmentSpec::Protocol::Wayland) return "desktop:wayland";
+            if (spec.protocol == EnvironmentSpec::Protocol::Portal) return "desktop:portal";
             return "desktop";
         case EnvironmentSpec::Kind::PrivateDesktop:
             break;
@@ -41,11 +44,17 @@ std::string environmentText(const EnvironmentSpec& spec) {
 EnvironmentSpec::Protocol sessionDesktopProtocol() {
     const char* waylandDisplay = std::getenv("WAYLAND_DISPLAY");
     const char* sessionType = std::getenv("XDG_SESSION_TYPE");
-    if ((waylandDisplay != nullptr && *waylandDisplay != '\0') ||
-        (sessionType != nullptr && std::string_view(sessionType) == "wayland")) {
-        return EnvironmentSpec::Protocol::Wayland;
+    if ((waylandDisplay == nullptr || *waylandDisplay == '\0') &&
+        (sessionType == nullptr || std::string_view(sessionType) != "wayland")) {
+        return EnvironmentSpec::Protocol::X11;
     }
-    return EnvironmentSpec::Protocol::X11;
+    // XDG_CURRENT_DESKTOP is a colon-separated list ("ubuntu:GNOME", "KDE").
+    const char* desktops = std::getenv("XDG_CURRENT_DESKTOP");
+    const std::string_view names = desktops != nullptr ? desktops : "";
+    if (names.find("GNOME") != std::string_view::npos ||
+        names.find("KDE") != std::string_view::npos)
+        return EnvironmentSpec::Protocol::Portal;
+    return EnvironmentSpec::Protocol::Wayland;
 }
 
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
@@ -61,10 +70,12 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
         spec.kind = EnvironmentSpec::Kind::Url;
         spec.location = text.substr(4);
         if (spec.location.empty()) return Status::invalidArgument("--env url: needs a URL");
-    } else if (text == "desktop" || text == "desktop:x11" || text == "desktop:wayland") {
+    } else if (text == "desktop" || text == "desktop:x11" || text == "desktop:wayland" ||
+               text == "desktop:portal") {
         spec.kind = EnvironmentSpec::Kind::Desktop;
         if (text == "desktop:x11") spec.protocol = EnvironmentSpec::Protocol::X11;
         if (text == "desktop:wayland") spec.protocol = EnvironmentSpec::Protocol::Wayland;
+        if (text == "desktop:portal") spec.protocol = EnvironmentSpec::Protocol::Portal;
     } else if (text == "desktop:private" || text == "desktop:private-wayland") {
         spec.kind = EnvironmentSpec::Kind::PrivateDesktop;
         spec.width = 1920;
@@ -75,7 +86,7 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
         return Status::invalidArgument(
             "--env '" + text +
             "': expected web:DIR, url:URL, desktop, desktop:x11, desktop:wayland, "
-            "desktop:private or desktop:private-wayland");
+            "desktop:portal, desktop:private or desktop:private-wayland");
     }
     return spec;
 }
@@ -99,6 +110,14 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
             EnvironmentSpec::Protocol protocol = spec.protocol;
             if (protocol == EnvironmentSpec::Protocol::Automatic) {
                 protocol = isPrivate ? EnvironmentSpec::Protocol::X11 : sessionDesktopProtocol();
+            }
+            if (protocol == EnvironmentSpec::Protocol::Portal) {
+                // The token that spares the consent dialog next time; for the process's life.
+                static agent::FileRestoreTokenStore tokens(portalRestoreTokenPath());
+                Result<std::unique_ptr<agent::PortalEnvironment>> desktop =
+                    agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens);
+                if (!desktop) return desktop.status();
+                return std::unique_ptr<agent::Environment>(std::move(*desktop));
             }
             if (protocol == EnvironmentSpec::Protocol::Wayland) {
                 agent::WaylandDesktopOptions options;

@@ -11,12 +11,15 @@
 namespace iris::app {
 
 // "web:DIR" (a web project: the browser shows DIR/index.html and the agent may edit DIR's
-// files), "url:URL" (a page, no files), "desktop" (this session's desktop: Wayland or X11, see
-// sessionDesktopProtocol), "desktop:x11" / "desktop:wayland" (that one), "desktop:private" (a
-// private Xvfb display of the given size), "desktop:private-wayland" (a private headless sway).
+// files), "url:URL" (a page, no files), "desktop" (this session's desktop: X11, a wlroots
+// Wayland compositor or GNOME/KDE through the portal, see sessionDesktopProtocol),
+// "desktop:x11" / "desktop:wayland" / "desktop:portal" (that one), "desktop:private" (a private
+// Xvfb display of the given size), "desktop:private-wayland" (a private headless sway).
 struct EnvironmentSpec {
     enum class Kind { WebProject, Url, Desktop, PrivateDesktop };
-    enum class Protocol { Automatic, X11, Wayland };  // desktops only
+    // Desktops only. Wayland: a wlroots compositor's own protocols (screencopy, virtual input);
+    // Portal: xdg-desktop-portal's RemoteDesktop and ScreenCast (GNOME, KDE).
+    enum class Protocol { Automatic, X11, Wayland, Portal };
     Kind kind = Kind::WebProject;
     std::string location;  // the folder or URL
     int width = 1280;      // viewport, or the private display's size
@@ -24,8 +27,9 @@ struct EnvironmentSpec {
     Protocol protocol = Protocol::Automatic;  // a private desktop is X11 unless it says Wayland
 };
 
-// The desktop this process runs in: Wayland when $WAYLAND_DISPLAY is set or $XDG_SESSION_TYPE
-// is "wayland", else X11.
+// The desktop this process runs in: on Wayland ($WAYLAND_DISPLAY set or $XDG_SESSION_TYPE
+// "wayland"), Portal when $XDG_CURRENT_DESKTOP names GNOME or KDE (their compositors offer no
+// screen copies or virtual input to clients), else Wayland; X11 otherwise.
 EnvironmentSpec::Protocol sessionDesktopProtocol();
 
 // A web project's folder must exist; it is kept canonical. Errors name the text as --env.

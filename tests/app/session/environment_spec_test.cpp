@@ -24,6 +24,7 @@ TEST(EnvironmentSpecTest, DesktopFormsNameTheirProtocolAndRoundTrip) {
         {"desktop", Kind::Desktop, Protocol::Automatic},
         {"desktop:x11", Kind::Desktop, Protocol::X11},
         {"desktop:wayland", Kind::Desktop, Protocol::Wayland},
+        {"desktop:portal", Kind::Desktop, Protocol::Portal},
         {"desktop:private", Kind::PrivateDesktop, Protocol::X11},
         {"desktop:private-wayland", Kind::PrivateDesktop, Protocol::Wayland},
     };
@@ -67,6 +68,7 @@ private:
 };
 
 TEST(EnvironmentSpecTest, TheSessionsDesktopIsWaylandWhenItSaysSo) {
+    ScopedVariable desktop("XDG_CURRENT_DESKTOP", "sway");
     {
         ScopedVariable display("WAYLAND_DISPLAY", "wayland-0");
         ScopedVariable type("XDG_SESSION_TYPE", nullptr);
@@ -84,8 +86,36 @@ TEST(EnvironmentSpecTest, TheSessionsDesktopIsWaylandWhenItSaysSo) {
     }
 }
 
+// GNOME's and KDE's compositors offer clients neither screen copies nor virtual input: there
+// the session's desktop is reached through the portal.
+TEST(EnvironmentSpecTest, GnomeAndKdeWaylandSessionsUseThePortal) {
+    ScopedVariable display("WAYLAND_DISPLAY", "wayland-0");
+    for (const char* names : {"GNOME", "ubuntu:GNOME", "KDE"}) {
+        ScopedVariable desktop("XDG_CURRENT_DESKTOP", names);
+        EXPECT_EQ(sessionDesktopProtocol(), Protocol::Portal) << names;
+    }
+    ScopedVariable desktop("XDG_CURRENT_DESKTOP", "Hyprland");
+    EXPECT_EQ(sessionDesktopProtocol(), Protocol::Wayland);
+    ScopedVariable noWayland("WAYLAND_DISPLAY", nullptr);
+    ScopedVariable type("XDG_SESSION_TYPE", "x11");
+    ScopedVariable gnomeOnX11("XDG_CURRENT_DESKTOP", "GNOME");
+    EXPECT_EQ(sessionDesktopProtocol(), Protocol::X11);
+}
+
+// desktop:portal with no session bus to ask: the portal environment's error, naming what is
+// missing (tested in depth against a fake portal in tests/agent/env/portal).
+TEST(EnvironmentSpecTest, DesktopPortalWithoutASessionBusSaysWhatIsMissing) {
+    ScopedVariable bus("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/iris-test-bus");
+    Result<std::unique_ptr<agent::Environment>> environment =
+        makeEnvironment(*parseEnvironmentSpec("desktop:portal"));
+    ASSERT_FALSE(environment);
+    EXPECT_NE(environment.status().message().find("D-Bus session bus"), std::string::npos)
+        << environment.status().message();
+}
+
 TEST(EnvironmentSpecTest, PlainDesktopOnWaylandUsesTheWaylandEnvironment) {
     // No compositor behind the name: the error is the Wayland environment's, naming the socket.
+    ScopedVariable desktop("XDG_CURRENT_DESKTOP", "sway");
     ScopedVariable display("WAYLAND_DISPLAY", "/nonexistent/iris-test-wayland-socket");
     Result<std::unique_ptr<agent::Environment>> environment =
         makeEnvironment(*parseEnvironmentSpec("desktop"));

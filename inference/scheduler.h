@@ -27,16 +27,15 @@
 //   generated; when readmitted it recomputes what is missing and continues, with its sampler's
 //   state intact. Recompute was chosen over copying blocks to host memory: with the prefix cache
 //   the recomputed part is usually only the evicted tail, it needs no second memory pool, and it
-//   is the same code path as admission.
+//   is the same code path as admission. A request that could never fit (more blocks than the
+//   whole pool, or more tokens than the context) is refused at submit().
 // - Disk tier (optional, SchedulerOptions::kvDisk; inference/kv_disk_store.h): every block is
 //   also saved to disk under its name when it is published, and a request whose chain misses
 //   in memory looks on disk next, reading the run of blocks found back into the pool when the
 //   measured read rate beats the measured prefill rate. Saved on publish rather than on
 //   eviction from the pool: a block is on disk as soon as it is computed, so saved sessions
-//   survive a crash or a killed process, and shutdown has nothing to flush; the price is writing
-//   blocks that are never evicted (a write to the page cache, ~12 KiB per token on a 0.5B model). A
-//   request that could never fit (more blocks than the whole pool, or more tokens than the context)
-//   is refused at submit().
+//   survive a crash or a killed process, and shutdown has nothing to flush; the price is
+//   writing blocks that are never evicted (to the page cache: 12 KiB a token on a 0.5B model).
 // - Batch invariance: each token's computation (its matrix rows, its attention over its own
 //   sequence) does not depend on what else is in the batch or how its prompt was chunked, so
 //   greedy decoding gives the same tokens alone, batched, preempted or from cached blocks

@@ -254,23 +254,35 @@ Result<std::shared_ptr<const std::vector<float>>> Engine::imageEmbeddings(const 
     if (m_vision == nullptr) {
         return Status::unsupported("this model has no vision tower loaded (pass --mmproj)");
     }
+    if (std::shared_ptr<const std::vector<float>> hit = cachedImageEmbeddings(image.hash))
+        return hit;
+    std::vector<float> embeddings;
+    IRIS_RETURN_IF_ERROR(m_vision->encode(image, *m_pool, embeddings));
+    if (encoded) *encoded = true;
+    return keepImageEmbeddings(image, std::move(embeddings));
+}
+
+std::shared_ptr<const std::vector<float>> Engine::cachedImageEmbeddings(const Sha256Digest& hash) {
     for (std::size_t i = 0; i < m_imageCache.size(); ++i) {
-        if (m_imageCache[i].hash == image.hash) {
+        if (m_imageCache[i].hash == hash) {
             CachedImage hit = std::move(m_imageCache[i]);
             m_imageCache.erase(m_imageCache.begin() + std::ptrdiff_t(i));
             m_imageCache.push_back(hit);
             return hit.embeddings;
         }
     }
-    auto embeddings = std::make_shared<std::vector<float>>();
-    IRIS_RETURN_IF_ERROR(m_vision->encode(image, *m_pool, *embeddings));
+    return nullptr;
+}
+
+Result<std::shared_ptr<const std::vector<float>>> Engine::keepImageEmbeddings(
+    const ImagePatches& image, std::vector<float> made) {
     const std::size_t expected = std::size_t(image.tokenCount() * m_vision->config().projectionDim);
-    if (embeddings->size() != expected) {
-        return Status::internal("the vision tower made " + std::to_string(embeddings->size()) +
+    if (made.size() != expected) {
+        return Status::internal("the vision tower made " + std::to_string(made.size()) +
                                 " values for an image of " + std::to_string(image.tokenCount()) +
                                 " tokens, expected " + std::to_string(expected));
     }
-    if (encoded) *encoded = true;
+    auto embeddings = std::make_shared<const std::vector<float>>(std::move(made));
     const auto bytes = std::int64_t(embeddings->size() * sizeof(float));
     if (bytes <= m_options.imageCacheBytes) {
         while (m_imageCacheBytes + bytes > m_options.imageCacheBytes) {
@@ -281,7 +293,7 @@ Result<std::shared_ptr<const std::vector<float>>> Engine::imageEmbeddings(const 
         m_imageCache.push_back({image.hash, embeddings});
         m_imageCacheBytes += bytes;
     }
-    return std::shared_ptr<const std::vector<float>>(std::move(embeddings));
+    return embeddings;
 }
 
 Result<GenerateRequest> Engine::splitAtPlaceholders(

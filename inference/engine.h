@@ -200,6 +200,13 @@ public:
     Result<std::shared_ptr<const std::vector<float>>> imageEmbeddings(const ImagePatches& image,
                                                                       bool* encoded = nullptr);
     std::size_t cachedImageCount() const { return m_imageCache.size(); }
+    // The two halves of imageEmbeddings for a caller that runs the tower itself (the serving
+    // scheduler, a stage at a time): the cached embeddings of the image with this hash (made most
+    // recently used), or null; and embeddings made from `image` by vision()->beginEncode, checked
+    // against its token count and put in the cache.
+    std::shared_ptr<const std::vector<float>> cachedImageEmbeddings(const Sha256Digest& hash);
+    Result<std::shared_ptr<const std::vector<float>>> keepImageEmbeddings(
+        const ImagePatches& image, std::vector<float> embeddings);
 
     // Cuts `tokens` at each occurrence of `placeholder` (e.g. <|image_pad|>, which the chat
     // template writes once per image) and puts images[i] in place of the i-th. InvalidArgument

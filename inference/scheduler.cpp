@@ -88,7 +88,10 @@ struct Scheduler::Sequence {
     SequenceId kv = -1;                    // -1 while it holds no KV (waiting)
     std::int64_t computed = 0;             // slots with K/V in the cache
     std::vector<Sha256Digest> blockNames;  // of the full blocks computed so far, in order
-    std::vector<std::shared_ptr<const std::vector<float>>> images;  // per request image
+    // Per request image: its embeddings; null when not needed (its slots are computed) or, where
+    // `awaiting`, not made yet (an ImageEncode is under way).
+    std::vector<std::shared_ptr<const std::vector<float>>> images;
+    std::vector<bool> awaiting;
     std::size_t published = 0;  // of blockNames, those named in the cache
     bool everAdmitted = false;
     Clock::time_point admittedAt;
@@ -97,6 +100,13 @@ struct Scheduler::Sequence {
     Status failure;     // the step that ran it failed
 
     std::int64_t pending() const { return std::int64_t(slots.items.size()) - computed; }
+};
+
+// An image in the vision tower, a stage per step.
+struct Scheduler::ImageEncode {
+    std::shared_ptr<const ImagePatches> image;
+    std::unique_ptr<VisionEncoding> encoding;
+    double seconds = 0;  // in its stages so far
 };
 
 // ---- Scheduler --------------------------------------------------------------------------------
@@ -225,6 +235,7 @@ void Scheduler::loop() {
             return;
         }
         admit();
+        advanceImages();
         publishStats(step());
     }
 }
@@ -344,29 +355,87 @@ Result<Scheduler::Admission> Scheduler::place(Sequence& sequence) {
         if (m_options.prefixCache) ++m_stats.prefixLookups;
         m_stats.prefixHitTokens += sequence.computed;
     }
-    IRIS_RETURN_IF_ERROR(embedImages(sequence));
+    IRIS_RETURN_IF_ERROR(requestImages(sequence));
     return Admission::Placed;
 }
 
-// The tower's output for every image with slots still to read (the engine caches them by hash).
-Status Scheduler::embedImages(Sequence& sequence) {
+// Points `sequence` at the embeddings of every image with slots still to read: from the engine's
+// cache, or (awaiting) from the image's encode, queued here unless one is under way already.
+Status Scheduler::requestImages(Sequence& sequence) {
     const PromptSlots& slots = sequence.slots;
-    sequence.images.assign(sequence.request.images.size(), nullptr);
+    const std::size_t count = sequence.request.images.size();
+    sequence.images.assign(count, nullptr);
+    sequence.awaiting.assign(count, false);
+    std::vector<bool> seen(count, false);
     for (std::size_t i = std::size_t(sequence.computed); i < slots.items.size(); ++i) {
         const std::int32_t image = slots.imageOf[i];
-        if (image < 0 || sequence.images[std::size_t(image)] != nullptr) continue;
-        const auto start = Clock::now();
-        bool encoded = false;
-        Result<std::shared_ptr<const std::vector<float>>> embeddings =
-            m_engine->imageEmbeddings(*sequence.request.images[std::size_t(image)].image, &encoded);
-        if (!embeddings) return embeddings.status();
-        sequence.images[std::size_t(image)] = std::move(*embeddings);
-        if (encoded) {
-            ++sequence.result.imagesEncoded;
-            sequence.result.encodeSeconds += secondsSince(start);
-        }
+        if (image < 0 || seen[std::size_t(image)]) continue;
+        seen[std::size_t(image)] = true;
+        const std::shared_ptr<const ImagePatches>& patches =
+            sequence.request.images[std::size_t(image)].image;
+        sequence.images[std::size_t(image)] = m_engine->cachedImageEmbeddings(patches->hash);
+        if (sequence.images[std::size_t(image)] != nullptr) continue;
+        sequence.awaiting[std::size_t(image)] = true;
+        const bool underWay = std::any_of(m_encodes.begin(), m_encodes.end(), [&](const auto& e) {
+            return e.image->hash == patches->hash;
+        });
+        if (underWay) continue;
+        Result<std::unique_ptr<VisionEncoding>> begun = m_engine->vision()->beginEncode(*patches);
+        if (!begun) return begun.status();
+        m_encodes.push_back({patches, std::move(*begun)});
     }
     return {};
+}
+
+// Runs one stage of the oldest image encode that a running sequence awaits (those none awaits
+// are dropped: their requesters were cancelled or preempted, and ask again when readmitted).
+// Once complete, the embeddings go to the engine's cache and to every sequence awaiting them;
+// the first of those counts the encode as its own.
+void Scheduler::advanceImages() {
+    const auto waiters = [&](const Sha256Digest& hash) {
+        std::vector<std::pair<Sequence*, std::size_t>> found;
+        for (const std::unique_ptr<Sequence>& sequence : m_running) {
+            for (std::size_t i = 0; i < sequence->awaiting.size(); ++i) {
+                if (sequence->awaiting[i] && sequence->request.images[i].image->hash == hash)
+                    found.emplace_back(sequence.get(), i);
+            }
+        }
+        return found;
+    };
+    while (!m_encodes.empty() && waiters(m_encodes.front().image->hash).empty())
+        m_encodes.pop_front();
+    if (m_encodes.empty()) return;
+    ImageEncode& encode = m_encodes.front();
+    const auto start = Clock::now();
+    encode.encoding->advance(m_engine->pool());
+    encode.seconds += secondsSince(start);
+    if (!encode.encoding->done()) return;
+    Result<std::shared_ptr<const std::vector<float>>> made =
+        m_engine->keepImageEmbeddings(*encode.image, encode.encoding->takeEmbeddings());
+    bool counted = false;
+    for (auto [sequence, i] : waiters(encode.image->hash)) {
+        sequence->awaiting[i] = false;
+        if (!made) {
+            sequence->failure = made.status();
+            continue;
+        }
+        sequence->images[i] = *made;
+        if (!counted) {
+            ++sequence->result.imagesEncoded;
+            sequence->result.encodeSeconds += encode.seconds;
+            counted = true;
+        }
+    }
+    m_encodes.pop_front();
+}
+
+// Of the next `n` slots of `sequence`, how many come before the first image still in the tower.
+std::int64_t Scheduler::readySlots(const Sequence& sequence, std::int64_t n) const {
+    for (std::int64_t j = sequence.computed; j < sequence.computed + n; ++j) {
+        const std::int32_t image = sequence.slots.imageOf[std::size_t(j)];
+        if (image >= 0 && sequence.awaiting[std::size_t(image)]) return j - sequence.computed;
+    }
+    return n;
 }
 
 // Sends the most recently admitted running sequence back to the front of the queue, freeing its
@@ -378,6 +447,7 @@ void Scheduler::preemptLatest() {
     victim->kv = -1;
     victim->computed = 0;
     victim->images.clear();
+    victim->awaiting.clear();
     m_waiting.push_front(std::move(victim));
     std::lock_guard lock(m_mutex);
     ++m_stats.preemptions;
@@ -396,8 +466,9 @@ std::int64_t Scheduler::step() {
     std::vector<std::pair<Sequence*, std::int64_t>> parts;
     for (std::size_t i = 0; i < m_running.size(); ++i) {
         Sequence& sequence = *m_running[i];
-        const std::int64_t n =
-            sequence.pending() == 1 ? 1 : std::min(sequence.pending(), prefillBudget);
+        if (!sequence.failure.isOk()) continue;
+        const std::int64_t n = readySlots(
+            sequence, sequence.pending() == 1 ? 1 : std::min(sequence.pending(), prefillBudget));
         if (n <= 0) continue;
         bool preempted = false;
         while (!cache.extend(sequence.kv, sequence.computed + n).isOk()) {
@@ -410,7 +481,10 @@ std::int64_t Scheduler::step() {
         appendInputs(sequence, n, batch);
         parts.emplace_back(&sequence, n);
     }
-    if (batch.empty()) return 0;
+    if (batch.empty()) {
+        endFinished();  // those whose image failed
+        return 0;
+    }
     m_logits.clear();
     const auto started = Clock::now();
     const Status status =

@@ -40,6 +40,13 @@
 //   sequence) does not depend on what else is in the batch or how its prompt was chunked, so
 //   greedy decoding gives the same tokens alone, batched, preempted or from cached blocks
 //   (tests/inference/scheduler_test.cpp checks it bit for bit against Session::generate).
+// - Images: the vision tower runs on the scheduler thread too, one stage (the patch embedding,
+//   one block, the projector) per step, between forward passes, once per distinct image (the
+//   engine caches embeddings by image hash). A sequence prefills up to the first image still in
+//   the tower and waits there; the others decode meanwhile, so a screenshot delays them by one
+//   stage per step, never by its whole encode. One thread keeps the model, the tower and the
+//   pool free of locks, and on a machine with few cores a second thread encoding at the same
+//   time would only take the decoders' cores.
 // - Streaming: each submitted request has a GenerationHandle; the scheduler thread appends
 //   TokenEvents to it and the client reads them on its own thread. cancel() from any thread takes
 //   effect at the next step.
@@ -170,6 +177,7 @@ public:
 
 private:
     struct Sequence;
+    struct ImageEncode;
     Scheduler(std::unique_ptr<Engine> engine, SchedulerOptions options);
     void loop();
     // The scheduler thread's phases (scheduler.cpp).
@@ -179,7 +187,9 @@ private:
     Result<Admission> place(Sequence& sequence);
     void nameBlocks(Sequence& sequence, std::size_t count) const;
     bool computing(const Sha256Digest& name) const;
-    Status embedImages(Sequence& sequence);
+    Status requestImages(Sequence& sequence);
+    void advanceImages();
+    std::int64_t readySlots(const Sequence& sequence, std::int64_t n) const;
     std::int64_t step();
     void preemptLatest();
     void appendInputs(const Sequence& sequence, std::int64_t n,
@@ -203,6 +213,7 @@ private:
     // The scheduler thread's own state.
     std::deque<std::unique_ptr<Sequence>> m_waiting;
     std::deque<std::unique_ptr<Sequence>> m_running;  // in admission order
+    std::deque<ImageEncode> m_encodes;                // oldest first
     std::vector<float> m_logits;
     std::thread m_thread;
 };

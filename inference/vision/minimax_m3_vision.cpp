@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -117,8 +118,7 @@ public:
 
     const VisionConfig& config() const override { return m_config; }
 
-    Status encode(const ImagePatches& image, ThreadPool& pool,
-                  std::vector<float>& embeddings) const override;
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override;
 
 private:
     Status checkImage(const ImagePatches& image) const;
@@ -137,6 +137,8 @@ private:
         std::vector<float> x, h, q, k, o, hidden;
         std::vector<float> cos, sin;  // rotary angles, rows x 3 * axis/2
     };
+    // The patch embedding and the pre-norm into b.x, allocating the scratch.
+    void embedPatches(const ImagePatches& image, Buffers& b, ThreadPool& pool) const;
     // Rotary angles per token of `image` into b.cos / b.sin.
     void rotaryTables(const ImagePatches& image, Buffers& b) const;
     // b.x += attention(LayerNorm(b.x)), then b.x += MLP(LayerNorm(b.x)).
@@ -319,12 +321,9 @@ void MiniMaxM3Vision::project(std::int64_t rows, Buffers& b, std::vector<float>&
     }
 }
 
-Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
-                               std::vector<float>& embeddings) const {
-    IRIS_RETURN_IF_ERROR(checkImage(image));
+void MiniMaxM3Vision::embedPatches(const ImagePatches& image, Buffers& b, ThreadPool& pool) const {
     const VisionConfig& c = m_config;
     const std::int64_t rows = image.patchCount(), width = c.width;
-    Buffers b;
     rotaryTables(image, b);
     // Five (rows, width) planes carry a block: the residual x, the normed input h, q, k and one
     // for v / the attention output; (rows, ffn) intermediates go in row chunks.
@@ -333,15 +332,36 @@ Status MiniMaxM3Vision::encode(const ImagePatches& image, ThreadPool& pool,
         buffer->resize(plane);
     b.hidden.resize(
         static_cast<std::size_t>(std::min(kRowChunk, rows) * std::max(c.ffnSize, c.projectionDim)));
-
     const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
                             nullptr};
     linear(patchEmbed, image.values.data(), image.patchValues(), rows, b.h.data(), width, pool);
     layerNorm(b.h.data(), m_preNorm, b.x.data(), rows, pool);
-    for (const Block& block : m_blocks)
-        runBlock(block, rows, b, pool);
-    project(rows, b, embeddings, pool);
-    return {};
+}
+
+// Stages: the patch embedding, each block, the projector (which frees the scratch).
+Result<std::unique_ptr<VisionEncoding>> MiniMaxM3Vision::beginEncode(
+    const ImagePatches& image) const {
+    IRIS_RETURN_IF_ERROR(checkImage(image));
+    struct Work {
+        Buffers buffers;
+        std::vector<float> embeddings;
+    };
+    auto work = std::make_shared<Work>();
+    const int blocks = int(m_blocks.size());
+    const std::int64_t rows = image.patchCount();
+    return std::make_unique<VisionEncoding>(
+        blocks + 2,
+        [this, work, blocks, rows, &image](int stage, ThreadPool& pool) {
+            if (stage == 0) {
+                embedPatches(image, work->buffers, pool);
+            } else if (stage <= blocks) {
+                runBlock(m_blocks[std::size_t(stage - 1)], rows, work->buffers, pool);
+            } else {
+                project(rows, work->buffers, work->embeddings, pool);
+                work->buffers = Buffers{};
+            }
+        },
+        [work] { return std::move(work->embeddings); });
 }
 
 }  // namespace

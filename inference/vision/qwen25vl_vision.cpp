@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -94,8 +95,7 @@ public:
 
     const VisionConfig& config() const override { return m_config; }
 
-    Status encode(const ImagePatches& image, ThreadPool& pool,
-                  std::vector<float>& embeddings) const override;
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override;
 
 private:
     // Window layout of one image: the permutation of merge units and the attention windows.
@@ -105,6 +105,19 @@ private:
         std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // [begin, end) in patches
         std::vector<float> cos, sin;  // per window-ordered patch, headDim/2 rotary angles each
     };
+    // One encoding's state between its stages. Five (rows, width) planes carry a block: the
+    // residual x, the normed input h, q, k and one for v / the attention output; the MLP's
+    // (rows, ffn) intermediates go in row chunks.
+    struct Work {
+        const ImagePatches& image;
+        Layout layout;
+        std::vector<float> x, h, q, k, o, gate, up;
+        std::vector<float> embeddings;
+    };
+    // The stages: the patch embedding (allocating the scratch), block b, the merger.
+    void embedPatches(Work& w, ThreadPool& pool) const;
+    void runBlock(std::size_t b, Work& w, ThreadPool& pool) const;
+    void merge(Work& w, ThreadPool& pool) const;
 
     Status checkImage(const ImagePatches& image) const;
     Layout makeLayout(const ImagePatches& image) const;
@@ -213,33 +226,51 @@ void Qwen25VlVision::attention(const float* q, const float* k, const float* vt, 
                           full ? whole : layout.windows, precision(), pool);
 }
 
-Status Qwen25VlVision::encode(const ImagePatches& image, ThreadPool& pool,
-                              std::vector<float>& embeddings) const {
+Result<std::unique_ptr<VisionEncoding>> Qwen25VlVision::beginEncode(
+    const ImagePatches& image) const {
     IRIS_RETURN_IF_ERROR(checkImage(image));
-    const VisionConfig& c = m_config;
-    const std::int64_t rows = image.patchCount(), width = c.width, units = rows / 4;
-    const Layout layout = makeLayout(image);
+    auto work =
+        std::make_shared<Work>(Work{image, makeLayout(image), {}, {}, {}, {}, {}, {}, {}, {}});
+    const int blocks = int(m_blocks.size());
+    return std::make_unique<VisionEncoding>(
+        blocks + 2,
+        [this, work, blocks](int stage, ThreadPool& pool) {
+            if (stage == 0)
+                embedPatches(*work, pool);
+            else if (stage <= blocks)
+                runBlock(std::size_t(stage - 1), *work, pool);
+            else
+                merge(*work, pool);
+        },
+        [work] { return std::move(work->embeddings); });
+}
 
-    // Five (rows, width) buffers carry a block: the residual x, the normed input h, q, k and
-    // one for v / the attention output; the MLP's (rows, ffn) intermediates go in row chunks.
+// Patch embedding in raster-of-merge-windows order (as given), then into window order.
+void Qwen25VlVision::embedPatches(Work& w, ThreadPool& pool) const {
+    const std::int64_t rows = w.image.patchCount(), width = m_config.width, units = rows / 4;
     const std::size_t plane = std::size_t(rows * width);
-    std::vector<float> x(plane), h(plane), q(plane), k(plane), o(plane);
+    for (std::vector<float>* buffer : {&w.x, &w.h, &w.q, &w.k, &w.o})
+        buffer->resize(plane);
     const std::int64_t chunk = std::min(kMlpRowChunk, rows);
-    std::vector<float> gate(static_cast<std::size_t>(chunk * c.ffnSize)),
-        up(static_cast<std::size_t>(chunk * c.ffnSize));
-
-    // Patch embedding in raster-of-merge-windows order (as given), then into window order.
-    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), image.patchValues(), width,
+    w.gate.resize(static_cast<std::size_t>(chunk * m_config.ffnSize));
+    w.up.resize(static_cast<std::size_t>(chunk * m_config.ffnSize));
+    const Linear patchEmbed{TensorType::F32, m_patchKernel.data(), w.image.patchValues(), width,
                             nullptr};
-    linear(patchEmbed, image.values.data(), image.patchValues(), rows, h.data(), width, pool);
+    linear(patchEmbed, w.image.values.data(), w.image.patchValues(), rows, w.h.data(), width, pool);
     pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t j = begin; j < end; ++j) {
-            std::memcpy(x.data() + j * 4 * width,
-                        h.data() + layout.unitOrder[std::size_t(j)] * 4 * width,
+            std::memcpy(w.x.data() + j * 4 * width,
+                        w.h.data() + w.layout.unitOrder[std::size_t(j)] * 4 * width,
                         std::size_t(4 * width) * sizeof(float));
         }
     });
+}
 
+void Qwen25VlVision::runBlock(std::size_t b, Work& w, ThreadPool& pool) const {
+    const VisionConfig& c = m_config;
+    const std::int64_t rows = w.image.patchCount(), width = c.width;
+    const std::int64_t chunk = std::min(kMlpRowChunk, rows);
+    std::vector<float>&x = w.x, &h = w.h, &q = w.q, &k = w.k, &o = w.o;
     const auto addInto = [&](float* target, const float* source) {
         pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
             for (std::int64_t i = begin * width; i < end * width; ++i)
@@ -247,70 +278,72 @@ Status Qwen25VlVision::encode(const ImagePatches& image, ThreadPool& pool,
         });
     };
     const float queryScale = float(1.0 / std::sqrt(double(c.headDim)));
-    for (std::size_t b = 0; b < m_blocks.size(); ++b) {
-        const Block& block = m_blocks[b];
-        const bool full = (std::int64_t(b) + 1) % c.fullAttentionPeriod == 0;
-        norm(x.data(), block.norm1, h.data(), rows, pool);
-        linear(block.q, h.data(), width, rows, q.data(), width, pool);
-        linear(block.k, h.data(), width, rows, k.data(), width, pool);
-        linear(block.v, h.data(), width, rows, o.data(), width, pool);
-        rope(q.data(), layout, rows, pool);
-        rope(k.data(), layout, rows, pool);
-        pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
-            for (std::int64_t i = begin * width; i < end * width; ++i)
-                q[std::size_t(i)] *= queryScale;
-        });
-        // v transposed into h (free until the next norm): (width, rows). In 16 x 64 tiles, so
-        // that the 64 rows' cache lines stay in L1 while 16 columns are read from them (a
-        // plain column-by-column copy was a tenth of the encode time).
-        pool.parallelFor(width, 16, [&](std::int64_t begin, std::int64_t end) {
-            for (std::int64_t r0 = 0; r0 < rows; r0 += 64) {
-                const std::int64_t r1 = std::min(rows, r0 + 64);
-                for (std::int64_t col = begin; col < end; ++col)
-                    for (std::int64_t r = r0; r < r1; ++r)
-                        h[std::size_t(col * rows + r)] = o[std::size_t(r * width + col)];
-            }
-        });
-        attention(q.data(), k.data(), h.data(), o.data(), rows, full, layout, pool);
-        linear(block.o, o.data(), width, rows, q.data(), width, pool);
-        addInto(x.data(), q.data());
-
-        norm(x.data(), block.norm2, h.data(), rows, pool);
-        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-            const std::int64_t n = std::min(chunk, rows - r0);
-            linear(block.gate, h.data() + r0 * width, width, n, gate.data(), c.ffnSize, pool);
-            linear(block.up, h.data() + r0 * width, width, n, up.data(), c.ffnSize, pool);
-            pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
-                float* g = gate.data() + begin * c.ffnSize;
-                const float* u = up.data() + begin * c.ffnSize;
-                const std::int64_t count = (end - begin) * c.ffnSize;
-                if (m_siluMlp)
-                    kernels::swiglu(g, u, g, count);
-                else
-                    kernels::geglu(g, u, g, count);
-            });
-            linear(block.down, gate.data(), c.ffnSize, n, o.data() + r0 * width, width, pool);
+    const Block& block = m_blocks[b];
+    const bool full = (std::int64_t(b) + 1) % c.fullAttentionPeriod == 0;
+    norm(x.data(), block.norm1, h.data(), rows, pool);
+    linear(block.q, h.data(), width, rows, q.data(), width, pool);
+    linear(block.k, h.data(), width, rows, k.data(), width, pool);
+    linear(block.v, h.data(), width, rows, o.data(), width, pool);
+    rope(q.data(), w.layout, rows, pool);
+    rope(k.data(), w.layout, rows, pool);
+    pool.parallelFor(rows, 64, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin * width; i < end * width; ++i)
+            q[std::size_t(i)] *= queryScale;
+    });
+    // v transposed into h (free until the next norm): (width, rows). In 16 x 64 tiles, so
+    // that the 64 rows' cache lines stay in L1 while 16 columns are read from them (a
+    // plain column-by-column copy was a tenth of the encode time).
+    pool.parallelFor(width, 16, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r0 = 0; r0 < rows; r0 += 64) {
+            const std::int64_t r1 = std::min(rows, r0 + 64);
+            for (std::int64_t col = begin; col < end; ++col)
+                for (std::int64_t r = r0; r < r1; ++r)
+                    h[std::size_t(col * rows + r)] = o[std::size_t(r * width + col)];
         }
-        addInto(x.data(), o.data());
-    }
+    });
+    attention(q.data(), k.data(), h.data(), o.data(), rows, full, w.layout, pool);
+    linear(block.o, o.data(), width, rows, q.data(), width, pool);
+    addInto(x.data(), q.data());
 
-    // Merger: RMSNorm per patch, 4 window-ordered patches side by side (a (units, 4 width) view
-    // of h), mm.0, GELU, mm.2; then each merged token back to its raster slot.
-    norm(x.data(), m_postNorm, h.data(), rows, pool);
-    linear(m_merger0, h.data(), 4 * width, units, q.data(), 4 * width, pool);
+    norm(x.data(), block.norm2, h.data(), rows, pool);
+    for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const std::int64_t n = std::min(chunk, rows - r0);
+        linear(block.gate, h.data() + r0 * width, width, n, w.gate.data(), c.ffnSize, pool);
+        linear(block.up, h.data() + r0 * width, width, n, w.up.data(), c.ffnSize, pool);
+        pool.parallelFor(n, 16, [&](std::int64_t begin, std::int64_t end) {
+            float* g = w.gate.data() + begin * c.ffnSize;
+            const float* u = w.up.data() + begin * c.ffnSize;
+            const std::int64_t count = (end - begin) * c.ffnSize;
+            if (m_siluMlp)
+                kernels::swiglu(g, u, g, count);
+            else
+                kernels::geglu(g, u, g, count);
+        });
+        linear(block.down, w.gate.data(), c.ffnSize, n, o.data() + r0 * width, width, pool);
+    }
+    addInto(x.data(), o.data());
+}
+
+// Merger: RMSNorm per patch, 4 window-ordered patches side by side (a (units, 4 width) view
+// of h), mm.0, GELU, mm.2; then each merged token back to its raster slot. Frees the scratch.
+void Qwen25VlVision::merge(Work& w, ThreadPool& pool) const {
+    const std::int64_t rows = w.image.patchCount(), width = m_config.width, units = rows / 4;
+    const std::int64_t P = m_config.projectionDim;
+    norm(w.x.data(), m_postNorm, w.h.data(), rows, pool);
+    linear(m_merger0, w.h.data(), 4 * width, units, w.q.data(), 4 * width, pool);
     pool.parallelFor(units, 16, [&](std::int64_t begin, std::int64_t end) {
-        float* v = q.data() + begin * 4 * width;
+        float* v = w.q.data() + begin * 4 * width;
         kernels::gelu(v, v, (end - begin) * 4 * width);
     });
-    std::vector<float> projected(static_cast<std::size_t>(units * c.projectionDim));
-    linear(m_merger2, q.data(), 4 * width, units, projected.data(), c.projectionDim, pool);
-    embeddings.resize(projected.size());
+    std::vector<float> projected(static_cast<std::size_t>(units * P));
+    linear(m_merger2, w.q.data(), 4 * width, units, projected.data(), P, pool);
+    w.embeddings.resize(projected.size());
     for (std::int64_t j = 0; j < units; ++j) {
-        std::memcpy(embeddings.data() + layout.unitOrder[std::size_t(j)] * c.projectionDim,
-                    projected.data() + j * c.projectionDim,
-                    std::size_t(c.projectionDim) * sizeof(float));
+        std::memcpy(w.embeddings.data() + w.layout.unitOrder[std::size_t(j)] * P,
+                    projected.data() + j * P, std::size_t(P) * sizeof(float));
     }
-    return {};
+    for (std::vector<float>* buffer : {&w.x, &w.h, &w.q, &w.k, &w.o, &w.gate, &w.up})
+        std::vector<float>().swap(*buffer);
 }
 
 }  // namespace

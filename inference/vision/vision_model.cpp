@@ -35,6 +35,16 @@ Result<std::unique_ptr<VisionModel>> VisionModel::load(const GgufFile& file) {
                                "' is not supported (Iris knows: qwen2.5vl_merger, minimax_m3)");
 }
 
+Status VisionModel::encode(const ImagePatches& image, ThreadPool& pool,
+                           std::vector<float>& embeddings) const {
+    Result<std::unique_ptr<VisionEncoding>> encoding = beginEncode(image);
+    if (!encoding) return encoding.status();
+    while (!(*encoding)->done())
+        (*encoding)->advance(pool);
+    embeddings = (*encoding)->takeEmbeddings();
+    return {};
+}
+
 kernels::GemmPrecision resolveVisionPrecision(VisionPrecision precision) {
     switch (precision) {
         case VisionPrecision::F32:

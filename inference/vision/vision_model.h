@@ -4,19 +4,20 @@
 // a preprocessed image into embeddings the language model reads in place of token embeddings.
 //
 // A VisionModel is immutable once loaded (weights stay in the file's mapping, or in a packed
-// copy made at load). encode() may be called from one thread at a time; the pool does the
-// parallel work.
+// copy made at load). encode() and the encodings' advance() may run on one thread at a time;
+// the pool does the parallel work.
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "inference/gguf/gguf_file.h"
 #include "base/status.h"
+#include "inference/gguf/gguf_file.h"
 #include "inference/thread_pool.h"
 #include "inference/vision/image_patches.h"
 #include "kernels/gemm.h"
@@ -24,6 +25,32 @@
 namespace iris::inference {
 
 enum class ProjectorType { Qwen25VlMerger, MiniMaxM3 };
+
+// One image on its way through a tower, in stages that can run apart: the patch embedding, each
+// block, the projector. The serving scheduler runs one stage between two forward passes of the
+// language model, so that a screenshot delays the decoding sequences by one stage at a time,
+// never by its whole encode. Holds the encode's scratch (see VisionModel::encode) until done;
+// the image it was begun with must outlive it.
+class VisionEncoding {
+public:
+    // `run(i, pool)` does stage i; `take()` hands over the embeddings once all have run.
+    VisionEncoding(int stages, std::function<void(int, ThreadPool&)> run,
+                   std::function<std::vector<float>()> take)
+        : m_stages(stages), m_run(std::move(run)), m_take(std::move(take)) {}
+
+    // Runs the next stage. Not once done().
+    void advance(ThreadPool& pool) { m_run(m_next++, pool); }
+    bool done() const { return m_next >= m_stages; }
+    int stages() const { return m_stages; }
+    // Once done: image.tokenCount() rows of projectionDim floats (see VisionModel::encode).
+    std::vector<float> takeEmbeddings() { return m_take(); }
+
+private:
+    int m_stages;
+    int m_next = 0;
+    std::function<void(int, ThreadPool&)> m_run;
+    std::function<std::vector<float>()> m_take;
+};
 
 struct VisionConfig {
     ProjectorType projector = ProjectorType::Qwen25VlMerger;
@@ -65,8 +92,14 @@ public:
     // InvalidArgument when the image does not fit the model (patch size, grid not a multiple
     // of the merge size). Scratch, freed on return: about 5 x patchCount x width floats (140 MB
     // for a 1280x800 screenshot on Qwen2.5-VL) plus bounded per-thread attention rows.
-    virtual Status encode(const ImagePatches& image, ThreadPool& pool,
-                          std::vector<float>& embeddings) const = 0;
+    // All stages of beginEncode at once.
+    Status encode(const ImagePatches& image, ThreadPool& pool,
+                  std::vector<float>& embeddings) const;
+
+    // Checks `image` as encode does and returns its encoding, to be advanced stage by stage
+    // (scratch is allocated by the first stage).
+    virtual Result<std::unique_ptr<VisionEncoding>> beginEncode(
+        const ImagePatches& image) const = 0;
 
     // How encode forms its products (kernels/gemm.h): F32 until set. Not while encode runs.
     void setPrecision(kernels::GemmPrecision precision) { m_precision = precision; }

@@ -109,9 +109,9 @@ int attendRowsTile() {
 }
 
 std::int64_t attendRowsScratch(int headDim, std::int64_t maxLength) {
-    // Transposed queries, a tile of widened K or V rows, and the scores (key-major, a lane per
-    // row).
-    return 2 * std::int64_t(cpu::kAttendTile) * headDim +
+    // Transposed queries and outputs, a block of widened K or V rows, and the scores
+    // (key-major, a lane per row).
+    return 2 * std::int64_t(cpu::kAttendTile) * headDim + std::int64_t(cpu::kKeyBlock) * headDim +
            std::int64_t(cpu::kAttendTile) * maxLength;
 }
 

@@ -15,8 +15,11 @@ using AttendFn = void (*)(const float* q, int heads, const PagedKv& kv, std::int
                           float scale, float* out, float* scratch, int headBegin, int headEnd);
 
 // The rows a variant takes per call, the same for every variant so that any of them can be
-// given the tiles one builds: the widest vector's lane count.
-inline constexpr int kAttendTile = 16;
+// given the tiles one builds: two of the widest vectors' lanes (a prefill tile of a GQA group
+// of 7 heads then holds 4 tokens).
+inline constexpr int kAttendTile = 32;
+// Keys (and values) a variant widens to f32 at a time: 32 rows of a head stay in L1.
+inline constexpr int kKeyBlock = 32;
 
 void attendRowsScalar(const AttentionRow* rows, int count, const PagedKv& kv, int kvHead,
                       float scale, float* scratch);

@@ -1,11 +1,15 @@
 // The serving scheduler against the one-session engine (Session::generate on a separately loaded
 // copy of the same file, one request at a time, nothing shared): the same greedy tokens for 1, 4
 // and 64 concurrent requests, with and without prefix-cache hits, under a KV pool so small that
-// sequences are preempted, in small prefill chunks, with images at M-RoPE positions, and on
-// MiniMax-M3 with its sparse attention. Then the prefix cache's naming and eviction, and the
+// sequences are preempted, in small prefill chunks, with images at M-RoPE positions (the tower
+// run a stage per step while other sequences decode), and on MiniMax-M3 with its sparse
+// attention. Then the prefix cache's naming and eviction, and the
 // scheduler's refusals and cancellation.
 #include "inference/scheduler.h"
 
+#include <atomic>
+#include <functional>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -319,6 +323,96 @@ TEST(SchedulerImages, MropePositionsAfterImagesStayExactThroughThePrefixCache) {
     for (std::size_t i = 1; i < got.size(); ++i)  // the image's blocks came from the cache
         EXPECT_GT(got[i].reusedTokens, want[0].imageTokens) << "request " << i;
     EXPECT_EQ(got[0].imagesEncoded, 1);
+}
+
+// A tower that runs another, calling `beforeStage` (on the scheduler thread) before each stage.
+class ProbedTower final : public VisionModel {
+public:
+    ProbedTower(std::unique_ptr<VisionModel> inner, std::function<void()> beforeStage)
+        : m_inner(std::move(inner)), m_beforeStage(std::move(beforeStage)) {}
+    const VisionConfig& config() const override { return m_inner->config(); }
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(const ImagePatches& image) const override {
+        Result<std::unique_ptr<VisionEncoding>> begun = m_inner->beginEncode(image);
+        if (!begun) return begun.status();
+        std::shared_ptr<VisionEncoding> inner = std::move(*begun);
+        return std::make_unique<VisionEncoding>(
+            inner->stages(),
+            [this, inner](int, ThreadPool& pool) {
+                m_beforeStage();
+                inner->advance(pool);
+            },
+            [inner] { return inner->takeEmbeddings(); });
+    }
+
+private:
+    std::unique_ptr<VisionModel> m_inner;
+    std::function<void()> m_beforeStage;
+};
+
+// An image request B, then a text request A; B's first tower stage waits until A is submitted,
+// so A is admitted by the second stage at the latest. A step runs between every two stages, and
+// A decodes in each: the tokens generated, read before each stage, grow from stage to stage.
+// Both answers are still the one-session engine's.
+TEST(SchedulerImages, TheTowerRunsAStageAtATimeWhileOtherSequencesDecode) {
+    testing::ScratchDir scratch("iris_scheduler_stages");
+    testing::TinyModelSpec spec;
+    spec.arch = "qwen2vl";
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.withVisionTokens = true;
+    spec.weightScale = 0.5f;
+    spec.seed = 5;
+    testing::TinyMmprojOptions projector;
+    projector.projection = 64;
+    ModelFiles setup;
+    setup.model = scratch.write("tiny-vl.gguf", testing::makeTinyModel(spec));
+    setup.options.threads = 2;
+    setup.options.contextSize = 512;
+    setup.options.visionPrecision = VisionPrecision::F32;  // the probed tower's, below
+    setup.options.mmprojPath =
+        scratch.write("mmproj.gguf", testing::makeTinyMmproj(projector).bytes);
+    Result<GgufFile> projectorFile = GgufFile::open(setup.options.mmprojPath);
+    ASSERT_TRUE(projectorFile) << projectorFile.status().message();
+    Result<std::unique_ptr<VisionModel>> tower = VisionModel::load(*projectorFile);
+    ASSERT_TRUE(tower) << tower.status().message();
+
+    std::atomic<Scheduler*> running{nullptr};
+    std::vector<std::int64_t> generatedBeforeStage;
+    std::promise<void> textSubmitted;
+    std::shared_future<void> textSubmittedFuture = textSubmitted.get_future().share();
+    auto probed = std::make_unique<ProbedTower>(std::move(*tower), [&] {
+        if (generatedBeforeStage.empty()) textSubmittedFuture.wait();
+        generatedBeforeStage.push_back(running.load()->stats().generatedTokens);
+    });
+    EngineOptions options = setup.options;
+    options.maxSessions = 2;
+    Result<std::unique_ptr<Engine>> engine = Engine::load(setup.model, options, std::move(probed));
+    ASSERT_TRUE(engine) << engine.status().message();
+    Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::start(std::move(*engine));
+    ASSERT_TRUE(scheduler) << scheduler.status().message();
+    running = scheduler->get();
+
+    const GenerateRequest image = imageRequests((*scheduler)->engine(), "<|vision_start|>",
+                                                "<|vision_end|>what is in it?", 1)[0];
+    const GenerateRequest text = greedy(randomTokens(20, 4), 40);
+    const std::vector<GenerateResult> want = referenceRuns(setup, {image, text});
+    Result<std::shared_ptr<GenerationHandle>> imageHandle = (*scheduler)->submit(image);
+    ASSERT_TRUE(imageHandle) << imageHandle.status().message();
+    Result<std::shared_ptr<GenerationHandle>> textHandle = (*scheduler)->submit(text);
+    ASSERT_TRUE(textHandle) << textHandle.status().message();
+    textSubmitted.set_value();
+    const Result<GenerateResult> imageResult = (*imageHandle)->result();
+    const Result<GenerateResult> textResult = (*textHandle)->result();
+    ASSERT_TRUE(imageResult && textResult);
+    expectSameTokens({*imageResult, *textResult}, want);
+    ASSERT_EQ(want[1].tokens.size(), 40u) << "the text request must outlast the encode";
+
+    // The patch embedding, 4 blocks, the projector. A reads its prompt in the step after stage 1
+    // at the latest, and decodes a token in each step after that.
+    ASSERT_EQ(generatedBeforeStage.size(), std::size_t(projector.blocks + 2));
+    for (std::size_t stage = 2; stage < generatedBeforeStage.size(); ++stage)
+        EXPECT_GT(generatedBeforeStage[stage], generatedBeforeStage[stage - 1]) << stage;
+    EXPECT_EQ(imageResult->imagesEncoded, 1);
 }
 
 TEST(SchedulerMiniMaxM3, SparseAttentionIndexerKeysComeAlongWithCachedBlocks) {

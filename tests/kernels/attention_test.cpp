@@ -1,7 +1,7 @@
 #include "kernels/attention.h"
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -25,7 +25,8 @@ struct Paged {
     std::vector<float> k32, v32;
     std::vector<double> kRef, vRef;  // [t][g][i] as stored (after f16 rounding)
 
-    Paged(std::int64_t length, TensorType t, unsigned seed) : type(t) {
+    Paged(std::int64_t length, TensorType t, unsigned seed, int dims = 40)
+        : headDim(dims), type(t) {
         const std::int64_t blocks = (length + blockSize - 1) / blockSize + 3;
         table.resize(std::size_t(blocks));
         std::iota(table.begin(), table.end(), 0);
@@ -96,45 +97,50 @@ protected:
     }
 };
 
+// 3 query heads per KV head (one vector of lanes), and 20 (two vectors side by side); a head
+// size the value pass blocks whole (40) and one it does not (36).
 TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
-    const int heads = 6;  // 3 query heads per KV head
-    for (TensorType type : {TensorType::F16, TensorType::F32}) {
-        for (std::int64_t length : {1, 3, 4, 5, 17, 130}) {
-            const Paged paged(length, type, unsigned(length));
-            const int d = paged.headDim;
-            std::mt19937 rng(9);
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            std::vector<float> q(std::size_t(heads * d), 0.0f);
-            for (float& v : q)
-                v = normal(rng);
-            const float scale = 1.0f / std::sqrt(float(d));
-            std::vector<float> out(q.size(), NAN), scratch(std::size_t(heads * length), 0.0f);
-            // The heads in two calls, one crossing a group boundary, as a caller may split them.
-            fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 0, 2);
-            fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 2,
-                 heads);
-            for (int h = 0; h < heads; ++h) {
-                const int g = h / 3;
-                std::vector<double> w(std::size_t(length), 0.0);
-                double max = -1e300, sum = 0;
-                for (std::int64_t t = 0; t < length; ++t) {
-                    double s = 0;
-                    for (int i = 0; i < d; ++i)
-                        s += double(q[std::size_t(h * d + i)]) *
-                             paged.kRef[std::size_t((t * 2 + g) * d + i)];
-                    w[std::size_t(t)] = s * double(scale);
-                    max = std::max(max, w[std::size_t(t)]);
-                }
-                for (double& x : w)
-                    sum += (x = std::exp(x - max));
-                for (int i = 0; i < d; ++i) {
-                    double want = 0;
-                    for (std::int64_t t = 0; t < length; ++t)
-                        want +=
-                            w[std::size_t(t)] / sum * paged.vRef[std::size_t((t * 2 + g) * d + i)];
-                    ASSERT_NEAR(double(out[std::size_t(h * d + i)]), want, 1e-5)
-                        << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name
-                        << " length=" << length << " h=" << h;
+    for (const auto& [heads, dims] : {std::pair{6, 40}, std::pair{40, 40}, std::pair{40, 36}}) {
+        for (TensorType type : {TensorType::F16, TensorType::F32}) {
+            for (std::int64_t length : {1, 3, 4, 5, 17, 130}) {
+                const Paged paged(length, type, unsigned(length), dims);
+                const int d = paged.headDim;
+                std::mt19937 rng(9);
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                std::vector<float> q(std::size_t(heads * d), 0.0f);
+                for (float& v : q)
+                    v = normal(rng);
+                const float scale = 1.0f / std::sqrt(float(d));
+                std::vector<float> out(q.size(), NAN), scratch(std::size_t(heads * length), 0.0f);
+                // The heads in two calls, one crossing a group boundary, as a caller may split
+                // them.
+                fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 0,
+                     2);
+                fn()(q.data(), heads, paged.view(), length, scale, out.data(), scratch.data(), 2,
+                     heads);
+                for (int h = 0; h < heads; ++h) {
+                    const int g = h / (heads / 2);
+                    std::vector<double> w(std::size_t(length), 0.0);
+                    double max = -1e300, sum = 0;
+                    for (std::int64_t t = 0; t < length; ++t) {
+                        double s = 0;
+                        for (int i = 0; i < d; ++i)
+                            s += double(q[std::size_t(h * d + i)]) *
+                                 paged.kRef[std::size_t((t * 2 + g) * d + i)];
+                        w[std::size_t(t)] = s * double(scale);
+                        max = std::max(max, w[std::size_t(t)]);
+                    }
+                    for (double& x : w)
+                        sum += (x = std::exp(x - max));
+                    for (int i = 0; i < d; ++i) {
+                        double want = 0;
+                        for (std::int64_t t = 0; t < length; ++t)
+                            want += w[std::size_t(t)] / sum *
+                                    paged.vRef[std::size_t((t * 2 + g) * d + i)];
+                        ASSERT_NEAR(double(out[std::size_t(h * d + i)]), want, 1e-5)
+                            << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name
+                            << " length=" << length << " h=" << h << " of " << heads << " d=" << d;
+                    }
                 }
             }
         }

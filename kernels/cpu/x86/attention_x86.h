@@ -5,6 +5,8 @@
 //
 // Each key/value row is widened to f32 once per call and used by every row of the call (the
 // query heads of a GQA group, and in a prefill chunk several tokens of one sequence).
+// Each vector type names kValueDims: the output dimensions one pass over the values keeps in
+// registers (with two vectors of rows, 2 x kValueDims accumulators).
 
 #include <algorithm>
 #include <cmath>
@@ -50,12 +52,13 @@ typename V::Reg expNonPositive(typename V::Reg x) {
     return V::timesPowerOfTwo(e, n);
 }
 
-// Softmax per lane of the scores s (longest keys x W lanes) over each lane's own keys (a key past
-// a lane's length counts as -inf, so it adds exactly 0): scale, max, exponentials and sum in key
-// order; the normalisation is folded into the weights.
+// Exponentials per lane of the scores s (longest keys x a row of `stride` floats, this vector's
+// W lanes at offset 0) over each lane's own keys (a key past a lane's length counts as -inf, so
+// it adds exactly 0): scale, max, then e^(x - max) in place, summed in key order. Returns 1 / sum
+// per lane; the caller scales the weighted sum by it.
 template <class V>
-void softmaxLanes(float* s, std::int64_t longest, const AttentionRow* rows, int count,
-                  float scale) {
+typename V::Reg softmaxLanes(float* s, std::ptrdiff_t stride, std::int64_t longest,
+                             const AttentionRow* rows, int count, float scale) {
     constexpr int W = V::kWidth;
     float lengths[W];
     for (int r = 0; r < W; ++r)
@@ -64,31 +67,34 @@ void softmaxLanes(float* s, std::int64_t longest, const AttentionRow* rows, int 
                           minusInf = V::broadcast(-std::numeric_limits<float>::infinity());
     typename V::Reg max = minusInf, sum = V::zero();
     for (std::int64_t t = 0; t < longest; ++t) {
-        const typename V::Reg scaled = V::mul(V::load(s + t * W), V::broadcast(scale));
+        const typename V::Reg scaled = V::mul(V::load(s + t * stride), V::broadcast(scale));
         max = V::max(max, V::ifLess(V::broadcast(float(t)), lens, scaled, minusInf));
-        V::store(s + t * W, scaled);
+        V::store(s + t * stride, scaled);
     }
     for (std::int64_t t = 0; t < longest; ++t) {
         const typename V::Reg e =
             V::ifLess(V::broadcast(float(t)), lens,
-                      expNonPositive<V>(V::sub(V::load(s + t * W), max)), V::zero());
+                      expNonPositive<V>(V::sub(V::load(s + t * stride), max)), V::zero());
         sum = V::add(sum, e);
-        V::store(s + t * W, e);
+        V::store(s + t * stride, e);
     }
-    const typename V::Reg inv = V::div(V::broadcast(1.0f), sum);
-    for (std::int64_t t = 0; t < longest; ++t)
-        V::store(s + t * W, V::mul(V::load(s + t * W), inv));
+    return V::div(V::broadcast(1.0f), sum);
 }
 
-// Up to V::kWidth rows of KV head g, a lane per row. The queries are transposed (dimension-major)
-// so that each key's score for every row is one vector: a widened K row's values are broadcast
-// and multiplied into the transposed queries, dimension by dimension, with no horizontal sums.
-// Each lane adds in dimension order and then in key order on its own, so a row's bits do not
-// depend on the other lanes. scratch: see attendRowsScratch.
-template <class V>
+// Up to N x V::kWidth rows of KV head g, a lane per row, N vectors of lanes side by side. Both
+// products run with the rows in lanes, as small matrix products blocked in registers:
+//   scores: the queries transposed (dimension-major, qt), each widened K value broadcast and
+//           multiplied into the N query vectors of its dimension, 4 keys at a time;
+//   output: transposed too (ot, dimension-major), each widened V value broadcast and multiplied
+//           into the N weight vectors of its key, V::kValueDims dimensions at a time.
+// Every lane sums in dimension order for a score and in key order (one chain) for an output
+// value, on its own: a row's bits do not depend on the other rows, their number, or N.
+// scratch: see attendRowsScratch.
+template <class V, int N>
 void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
                  float* scratch) {
-    constexpr int W = V::kWidth;
+    constexpr int W = V::kWidth, L = N * W, D = V::kValueDims;
+    using Reg = typename V::Reg;
     const int d = kv.headDim;
     const bool f16 = kv.type == TensorType::F16;
     const int full = d / W * W;
@@ -96,92 +102,125 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
         const std::int64_t block = kv.blockTable[t / kv.blockSize];
         return ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
     };
-    // Widens row t of K or V into `to` (d floats).
-    const auto widen = [&](const void* base, std::int64_t t, float* to) {
-        const std::int64_t e = element(t);
-        for (int i = 0; i < full; i += W)
-            V::store(to + i, loadChunk<V>(base, e, i, f16));
-        for (int i = full; i < d; ++i)
-            to[i] = loadScalar<V>(base, e, i, f16);
+    // Widens rows [t0, t0 + n) of K or V into `to` (n x d floats).
+    const auto widen = [&](const void* base, std::int64_t t0, int n, float* to) {
+        for (int k = 0; k < n; ++k) {
+            const std::int64_t e = element(t0 + k);
+            float* row = to + std::int64_t(k) * d;
+            for (int i = 0; i < full; i += W)
+                V::store(row + i, loadChunk<V>(base, e, i, f16));
+            for (int i = full; i < d; ++i)
+                row[i] = loadScalar<V>(base, e, i, f16);
+        }
     };
     std::int64_t longest = 0;
     for (int r = 0; r < count; ++r)
         longest = std::max(longest, rows[r].length);
-    float* qt = scratch;                                  // d x W
-    float* widened = qt + std::int64_t(d) * kAttendTile;  // up to W rows of d
-    float* s = widened + std::int64_t(d) * kAttendTile;   // longest x W
+    float* qt = scratch;                                  // d x L
+    float* ot = qt + std::int64_t(d) * kAttendTile;       // d x L
+    float* widened = ot + std::int64_t(d) * kAttendTile;  // kKeyBlock x d
+    float* s = widened + std::int64_t(d) * kKeyBlock;     // longest x L
     for (int i = 0; i < d; ++i)
-        for (int r = 0; r < W; ++r)
-            qt[i * W + r] = r < count ? rows[r].q[i] : 0.0f;
-    // Scores of kKeys keys at a time: independent chains for the FMA units, each key's lanes
-    // still summing in dimension order (the tail, one key at a time, sums the same way).
-    constexpr int kKeys = 4;
-    std::int64_t key = 0;
-    for (; key + kKeys <= longest; key += kKeys) {
-        typename V::Reg acc[kKeys];
-        for (int k = 0; k < kKeys; ++k) {
-            widen(kv.keys, key + k, widened + std::int64_t(k) * d);
-            acc[k] = V::zero();
-        }
-        for (int i = 0; i < d; ++i) {
-            const typename V::Reg column = V::load(qt + i * W);
-            for (int k = 0; k < kKeys; ++k)
-                acc[k] = V::fmadd(V::broadcast(widened[std::int64_t(k) * d + i]), column, acc[k]);
-        }
-        for (int k = 0; k < kKeys; ++k)
-            V::store(s + (key + k) * W, acc[k]);
-    }
-    for (; key < longest; ++key) {
-        widen(kv.keys, key, widened);
-        typename V::Reg acc = V::zero();
-        for (int i = 0; i < d; ++i)
-            acc = V::fmadd(V::broadcast(widened[i]), V::load(qt + i * W), acc);
-        V::store(s + key * W, acc);
-    }
-    softmaxLanes<V>(s, longest, rows, count, scale);
-    for (int r = 0; r < count; ++r)
-        std::fill(rows[r].out, rows[r].out + d, 0.0f);
-    // out[r] += p[t][r] V[t], in key order, W keys widened at a time.
-    for (std::int64_t t0 = 0; t0 < longest; t0 += W) {
-        const int keys = int(std::min<std::int64_t>(W, longest - t0));
-        for (int k = 0; k < keys; ++k)
-            widen(kv.values, t0 + k, widened + std::int64_t(k) * d);
-        for (int r = 0; r < count; ++r) {
-            const int mine = int(std::clamp<std::int64_t>(rows[r].length - t0, 0, keys));
-            float* out = rows[r].out;
-            // Four chains over the keys (k mod 4), added at the end of the tile: the order is
-            // fixed by the key indices alone.
-            const auto weight = [&](int k) { return V::broadcast(s[(t0 + k) * W + r]); };
-            for (int i = 0; i < full; i += W) {
-                const auto value = [&](int k) {
-                    return V::load(widened + std::int64_t(k) * d + i);
-                };
-                typename V::Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
-                int k = 0;
-                for (; k + 4 <= mine; k += 4) {
-                    a0 = V::fmadd(weight(k), value(k), a0);
-                    a1 = V::fmadd(weight(k + 1), value(k + 1), a1);
-                    a2 = V::fmadd(weight(k + 2), value(k + 2), a2);
-                    a3 = V::fmadd(weight(k + 3), value(k + 3), a3);
+        for (int r = 0; r < L; ++r)
+            qt[i * L + r] = r < count ? rows[r].q[i] : 0.0f;
+
+    // Scores, 4 keys at a time (the block's tail one at a time, summing the same way).
+    for (std::int64_t t0 = 0; t0 < longest; t0 += kKeyBlock) {
+        const int keys = int(std::min<std::int64_t>(kKeyBlock, longest - t0));
+        widen(kv.keys, t0, keys, widened);
+        int k = 0;
+        for (; k + 4 <= keys; k += 4) {
+            Reg acc[4][N];
+            for (int j = 0; j < 4; ++j)
+                for (int v = 0; v < N; ++v)
+                    acc[j][v] = V::zero();
+            for (int i = 0; i < d; ++i) {
+                Reg q[N];
+                for (int v = 0; v < N; ++v)
+                    q[v] = V::load(qt + i * L + v * W);
+                for (int j = 0; j < 4; ++j) {
+                    const Reg key = V::broadcast(widened[std::int64_t(k + j) * d + i]);
+                    for (int v = 0; v < N; ++v)
+                        acc[j][v] = V::fmadd(key, q[v], acc[j][v]);
                 }
-                if (k < mine) a0 = V::fmadd(weight(k), value(k), a0);
-                if (k + 1 < mine) a1 = V::fmadd(weight(k + 1), value(k + 1), a1);
-                if (k + 2 < mine) a2 = V::fmadd(weight(k + 2), value(k + 2), a2);
-                V::store(out + i, V::add(V::load(out + i), V::add(V::add(a0, a1), V::add(a2, a3))));
             }
-            for (int i = full; i < d; ++i)
-                for (int k = 0; k < mine; ++k)
-                    out[i] += s[(t0 + k) * W + r] * widened[std::int64_t(k) * d + i];
+            for (int j = 0; j < 4; ++j)
+                for (int v = 0; v < N; ++v)
+                    V::store(s + (t0 + k + j) * L + v * W, acc[j][v]);
+        }
+        for (; k < keys; ++k) {
+            Reg acc[N];
+            for (int v = 0; v < N; ++v)
+                acc[v] = V::zero();
+            for (int i = 0; i < d; ++i) {
+                const Reg key = V::broadcast(widened[std::int64_t(k) * d + i]);
+                for (int v = 0; v < N; ++v)
+                    acc[v] = V::fmadd(key, V::load(qt + i * L + v * W), acc[v]);
+            }
+            for (int v = 0; v < N; ++v)
+                V::store(s + (t0 + k) * L + v * W, acc[v]);
         }
     }
+    Reg inverse[N];
+    for (int v = 0; v < N; ++v)
+        inverse[v] = softmaxLanes<V>(s + v * W, L, longest, rows + v * W,
+                                     std::clamp(count - v * W, 0, W), scale);
+
+    // ot[i] = sum over keys t of e[t] V[t][i], D dimensions at a time.
+    for (int i = 0; i < d * L; i += W)
+        V::store(ot + i, V::zero());
+    const int blocked = d / D * D;
+    for (std::int64_t t0 = 0; t0 < longest; t0 += kKeyBlock) {
+        const int keys = int(std::min<std::int64_t>(kKeyBlock, longest - t0));
+        widen(kv.values, t0, keys, widened);
+        for (int i0 = 0; i0 < blocked; i0 += D) {
+            Reg acc[D][N];
+            for (int j = 0; j < D; ++j)
+                for (int v = 0; v < N; ++v)
+                    acc[j][v] = V::load(ot + (i0 + j) * L + v * W);
+            for (int k = 0; k < keys; ++k) {
+                Reg weight[N];
+                for (int v = 0; v < N; ++v)
+                    weight[v] = V::load(s + (t0 + k) * L + v * W);
+                for (int j = 0; j < D; ++j) {
+                    const Reg value = V::broadcast(widened[std::int64_t(k) * d + i0 + j]);
+                    for (int v = 0; v < N; ++v)
+                        acc[j][v] = V::fmadd(value, weight[v], acc[j][v]);
+                }
+            }
+            for (int j = 0; j < D; ++j)
+                for (int v = 0; v < N; ++v)
+                    V::store(ot + (i0 + j) * L + v * W, acc[j][v]);
+        }
+        for (int i = blocked; i < d; ++i) {
+            for (int k = 0; k < keys; ++k) {
+                const Reg value = V::broadcast(widened[std::int64_t(k) * d + i]);
+                for (int v = 0; v < N; ++v) {
+                    float* o = ot + i * L + v * W;
+                    V::store(o, V::fmadd(value, V::load(s + (t0 + k) * L + v * W), V::load(o)));
+                }
+            }
+        }
+    }
+    for (int i = 0; i < d; ++i)
+        for (int v = 0; v < N; ++v)
+            V::store(ot + i * L + v * W, V::mul(V::load(ot + i * L + v * W), inverse[v]));
+    for (int r = 0; r < count; ++r)
+        for (int i = 0; i < d; ++i)
+            rows[r].out[i] = ot[i * L + r];
 }
 
-// Up to kAttendTile rows, V::kWidth at a time.
+// Up to kAttendTile rows: one vector of lanes when they fit (a decode step's query heads), else
+// two side by side, as many times as needed.
 template <class V>
 void attendRowsX86(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
                    float* scratch) {
-    for (int r = 0; r < count; r += V::kWidth)
-        attendLanes<V>(rows + r, std::min(V::kWidth, count - r), kv, g, scale, scratch);
+    if (count <= V::kWidth) {
+        attendLanes<V, 1>(rows, count, kv, g, scale, scratch);
+        return;
+    }
+    for (int r = 0; r < count; r += 2 * V::kWidth)
+        attendLanes<V, 2>(rows + r, std::min(2 * V::kWidth, count - r), kv, g, scale, scratch);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -30,10 +31,18 @@ public:
         m_config.projectorName = "fake";
     }
     const VisionConfig& config() const override { return m_config; }
-    Status encode(const ImagePatches& image, ThreadPool&,
-                  std::vector<float>& embeddings) const override {
+    Result<std::unique_ptr<VisionEncoding>> beginEncode(
+        const ImagePatches& image) const override {
         if (image.patchSize != m_config.patchSize || image.gridH % 2 || image.gridW % 2)
             return Status::invalidArgument("image does not fit the fake tower");
+        auto embeddings = std::make_shared<std::vector<float>>();
+        return std::make_unique<VisionEncoding>(
+            1, [this, &image, embeddings](int, ThreadPool&) { fill(image, *embeddings); },
+            [embeddings] { return std::move(*embeddings); });
+    }
+
+private:
+    void fill(const ImagePatches& image, std::vector<float>& embeddings) const {
         ++*m_encodes;
         const std::int64_t D = m_config.projectionDim, rowValues = image.patchValues();
         embeddings.assign(std::size_t(image.tokenCount() * D), 0.0f);
@@ -46,10 +55,8 @@ public:
                 embeddings[std::size_t(k * D + d)] =
                     float(0.8 * std::sin(7.0 * mean * double(d + 1) + 0.3 * double(k + d)));
         }
-        return {};
     }
 
-private:
     VisionConfig m_config;
     int* m_encodes;
 };

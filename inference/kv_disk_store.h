@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -155,7 +156,7 @@ private:
     KvDiskStore(KvDiskStoreOptions options, const KvBlockFormat& format);
     struct FileEntry {
         std::int64_t bytes = 0;
-        std::int64_t lastUse = 0;  // ns since the epoch (the file's mtime)
+        std::int64_t lastUse = 0;  // the file's time: ns since the file clock's epoch
     };
     void index();
     void addFile(const std::string& relative, std::int64_t bytes, std::int64_t lastUse);
@@ -176,7 +177,8 @@ private:
     std::map<std::string, FileEntry> m_files;              // by path relative to the folder
     std::set<std::pair<std::int64_t, std::string>> m_lru;  // (lastUse, relative path)
     std::int64_t m_totalBytes = 0;
-    std::int64_t m_lastUse = 0;
+    // The file clock's epoch is in 2174: times now are negative.
+    std::int64_t m_lastUse = std::numeric_limits<std::int64_t>::min();
     std::uint64_t m_tempCounter = 0;
     std::byte* m_buffer = nullptr;  // page-aligned, header plus payload
     std::unique_ptr<std::byte, void (*)(void*)> m_bufferOwner{nullptr, nullptr};

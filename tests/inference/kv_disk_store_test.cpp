@@ -6,6 +6,7 @@
 // rates; `iris kv du/gc`'s survey and trim.
 #include "inference/kv_disk_store.h"
 
+#include <chrono>
 #include <fstream>
 #include <random>
 
@@ -155,6 +156,10 @@ TEST_F(KvDiskStoreTest, ABlockSavedAndReadBackIsTheSameBytesWithAndWithoutIndexe
         EXPECT_EQ(stats.rejected, 0);
         EXPECT_EQ(fs::file_size(reopened->pathOf(nameOf(0))),
                   std::uintmax_t(4096 + format.payloadBytes));
+        // A file's time is its last use: now, give or take (not the file clock's epoch).
+        const auto age = fs::file_time_type::clock::now() -
+                         fs::last_write_time(reopened->pathOf(nameOf(0)));
+        EXPECT_LT(std::chrono::abs(age), std::chrono::hours(1));
     }
 }
 

@@ -12,7 +12,6 @@
 #include "app/cli/command_line.h"
 #include "app/cli/engine_commands.h"
 #include "app/session/data_paths.h"
-#include "app/session/model_choice.h"
 #include "base/strings.h"
 #include "inference/kv_disk_store.h"
 
@@ -104,13 +103,12 @@ int runGc(int argc, char** argv) {
     std::int64_t keep = 0;
     if (!args->has("all")) {
         const Result<double> gb = args->number("max-gb", 0);
-        Result<std::int64_t> bytes =
-            gb ? kvDiskBytesFromGigabytes(*gb) : Result<std::int64_t>(gb.status());
-        if (!bytes) {
-            std::cerr << "iris kv gc: " << bytes.status().message() << '\n';
+        if (!gb || !(*gb >= 0) || *gb > 1e6) {
+            std::cerr << "iris kv gc: "
+                      << (gb ? "--max-gb must be 0 to 1000000" : gb.status().message()) << '\n';
             return kUsage;
         }
-        keep = *bytes;
+        keep = std::int64_t(*gb * double(std::int64_t(1) << 30));
     }
     const fs::path folder = folderOf(*args);
     Result<std::int64_t> removed = inference::KvDiskStore::trim(folder, keep);

@@ -82,6 +82,7 @@ TEST(KvCommand, DuCountsEachFormatAndGcTrimsOrClears) {
     EXPECT_NE(out.find(": 0 blocks, "), std::string::npos) << out;
     EXPECT_EQ(kv({"gc", "--dir", folder}, out), 2) << "neither --max-gb nor --all";
     EXPECT_EQ(kv({"gc", "--dir", folder, "--all", "--max-gb", "1"}, out), 2);
+    EXPECT_EQ(kv({"gc", "--dir", folder, "--max-gb", "-1"}, out), 2);
 }
 
 }  // namespace

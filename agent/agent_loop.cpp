@@ -245,7 +245,12 @@ AgentLoop::StepEnd AgentLoop::runStep(Run& run, int index,
     const cv::Mat seen = run.render.observation.screenshot;  // what the actions were chosen on
     parseAnswer(run, step);
     if (StepEnd end = act(run, step)) return end;
-    if (StepEnd end = judgeEdits(run, step)) return end;
+    if (StepEnd end = judgeEdits(run, step)) {
+        // The actions were carried out: the step is kept even when the screen is gone after them
+        // (a desktop's output unplugged, its compositor or X server ended).
+        if (m_recorder && end->end == LoopEnd::Error) (void)m_recorder->recordStep(step.record);
+        return end;
+    }
 
     const Clock::time_point start = Clock::now();
     if (m_recorder) {

@@ -35,7 +35,12 @@ Result<KvCache> KvCache::create(const KvCacheOptions& options) {
         options.indexerDim > 0 ? options.layers - options.indexerFirstLayer : 0;
     const std::int64_t bytes = options.blocks * (2 * options.layers * cache.blockBytes() +
                                                  indexLayers * cache.indexBlockBytes());
-    cache.m_storage.resize(std::size_t(bytes));
+    Result<ReservedMemory> storage = ReservedMemory::reserve(bytes);
+    if (!storage) {
+        return Status::outOfRange("KV cache of " + std::to_string(options.blocks) + " blocks: " +
+                                  storage.status().message());
+    }
+    cache.m_storage = std::move(*storage);
     cache.m_refCount.assign(std::size_t(options.blocks), 0);
     cache.m_name.assign(std::size_t(options.blocks), Sha256Digest{});
     cache.m_named.assign(std::size_t(options.blocks), false);

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/reserved_memory.h"
 #include "base/sha256.h"
 #include "base/status.h"
 #include "kernels/tensor_type.h"
@@ -69,7 +70,7 @@ public:
     std::int64_t usedBlocks() const { return m_options.blocks - freeBlocks(); }
     // Cached blocks given to other content since create().
     std::int64_t evictions() const { return m_evictions; }
-    std::size_t bytes() const { return m_storage.size(); }
+    std::size_t bytes() const { return std::size_t(m_storage.size()); }
 
     SequenceId newSequence();
     // A new sequence sharing the first `length` tokens of `source` (blocks shared, not copied).
@@ -150,7 +151,9 @@ private:
     };
 
     KvCacheOptions m_options;
-    std::vector<std::byte> m_storage;
+    // Reserved, not allocated: a block's pages are committed when it is first written, so a
+    // long context costs memory only as far as it is filled.
+    ReservedMemory m_storage;
     std::vector<std::int32_t> m_refCount;
     std::vector<std::int32_t> m_freeList;
     std::vector<Sequence> m_sequences;

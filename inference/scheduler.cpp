@@ -387,10 +387,11 @@ Status Scheduler::requestImages(Sequence& sequence) {
     return {};
 }
 
-// Runs one stage of the oldest image encode that a running sequence awaits (those none awaits
-// are dropped: their requesters were cancelled or preempted, and ask again when readmitted).
-// Once complete, the embeddings go to the engine's cache and to every sequence awaiting them;
-// the first of those counts the encode as its own.
+// Runs one stage of the oldest image encode that a sequence still needs: a running one awaits
+// it, or a preempted one will when readmitted (it then finds the encode under way, or done and
+// in the engine's cache, instead of starting over). Encodes no one needs (their requesters were
+// cancelled) are dropped. Once complete, the embeddings go to the engine's cache and to every
+// sequence awaiting them; the first of those counts the encode as its own.
 void Scheduler::advanceImages() {
     const auto waiters = [&](const Sha256Digest& hash) {
         std::vector<std::pair<Sequence*, std::size_t>> found;
@@ -402,7 +403,16 @@ void Scheduler::advanceImages() {
         }
         return found;
     };
-    while (!m_encodes.empty() && waiters(m_encodes.front().image->hash).empty())
+    const auto preemptedNeeding = [&](const Sha256Digest& hash) -> Sequence* {
+        for (const std::unique_ptr<Sequence>& sequence : m_waiting) {
+            if (!sequence->everAdmitted) continue;
+            for (const PromptImage& image : sequence->request.images)
+                if (image.image->hash == hash) return sequence.get();
+        }
+        return nullptr;
+    };
+    while (!m_encodes.empty() && waiters(m_encodes.front().image->hash).empty() &&
+           preemptedNeeding(m_encodes.front().image->hash) == nullptr)
         m_encodes.pop_front();
     if (m_encodes.empty()) return;
     ImageEncode& encode = m_encodes.front();
@@ -412,19 +422,19 @@ void Scheduler::advanceImages() {
     if (!encode.encoding->done()) return;
     Result<std::shared_ptr<const std::vector<float>>> made =
         m_engine->keepImageEmbeddings(*encode.image, encode.encoding->takeEmbeddings());
-    bool counted = false;
-    for (auto [sequence, i] : waiters(encode.image->hash)) {
+    const std::vector<std::pair<Sequence*, std::size_t>> awaiting = waiters(encode.image->hash);
+    for (auto [sequence, i] : awaiting) {
         sequence->awaiting[i] = false;
-        if (!made) {
+        if (made)
+            sequence->images[i] = *made;
+        else
             sequence->failure = made.status();
-            continue;
-        }
-        sequence->images[i] = *made;
-        if (!counted) {
-            ++sequence->result.imagesEncoded;
-            sequence->result.encodeSeconds += encode.seconds;
-            counted = true;
-        }
+    }
+    Sequence* owner =
+        awaiting.empty() ? preemptedNeeding(encode.image->hash) : awaiting.front().first;
+    if (made && owner != nullptr) {
+        ++owner->result.imagesEncoded;
+        owner->result.encodeSeconds += encode.seconds;
     }
     m_encodes.pop_front();
 }

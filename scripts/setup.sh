@@ -21,8 +21,9 @@ readonly PACKAGES=(
     libopencv-dev libcurl4-openssl-dev libsqlite3-dev libicu-dev
     nlohmann-json3-dev libcpp-httplib-dev
     libx11-dev libxtst-dev libxrandr-dev
+    libwayland-dev wayland-protocols libxkbcommon-dev
     libgtest-dev libgmock-dev libbenchmark-dev
-    xvfb xauth desktop-file-utils appstream dpkg-dev file diffutils patch
+    xvfb xauth sway desktop-file-utils appstream dpkg-dev file diffutils patch
     fonts-dejavu-core
     nodejs
 )

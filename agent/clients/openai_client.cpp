@@ -193,7 +193,10 @@ OpenAiClient::OpenAiClient(OpenAiSettings settings)
       m_jitter(std::random_device{}()) {
     while (!m_settings.baseUrl.empty() && m_settings.baseUrl.back() == '/')
         m_settings.baseUrl.pop_back();
-    if (!m_settings.apiKeyEnv.empty()) {
+    if (!m_settings.apiKey.empty()) {
+        m_apiKey = std::move(m_settings.apiKey);
+        m_settings.apiKey.clear();
+    } else if (!m_settings.apiKeyEnv.empty()) {
         if (const char* key = std::getenv(m_settings.apiKeyEnv.c_str()); key != nullptr)
             m_apiKey = key;
     }

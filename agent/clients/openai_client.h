@@ -23,6 +23,9 @@ struct OpenAiSettings {
     // The API key is read from this environment variable when the client is made; when it is
     // unset or empty no Authorization header is sent. The key itself is never stored elsewhere.
     std::string apiKeyEnv = "IRIS_API_KEY";
+    // The key itself, used instead of apiKeyEnv when set: for a key Iris made and read from a
+    // file only its user can read (a shared local engine, app/session/engine_sharing.h).
+    std::string apiKey;
     int connectTimeoutMs = 10'000;
     int idleTimeoutMs = 60'000;    // no byte from the server for this long: the attempt fails
     int totalTimeoutMs = 600'000;  // the whole complete(), retries and back-off included

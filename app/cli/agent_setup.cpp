@@ -8,6 +8,7 @@
 
 #include "app/models/model_pull.h"
 #include "app/session/data_paths.h"
+#include "app/session/engine_sharing.h"
 #include "base/strings.h"
 
 namespace iris::app {
@@ -60,6 +61,8 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
          "prefix seen before (also before a restart) is read back, not recomputed (default 0: "
          "off)"},
         {"db", "", true, "session database (default ~/.local/share/iris/sessions.db)"},
+        {"no-shared-engine", "", false,
+         "never use another Iris process's engine of the same --model, nor offer this one's"},
     };
 }
 
@@ -143,6 +146,7 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     }
     choice.threads = int(*threads);
     choice.contextSize = *context;
+    choice.shareEngine = !args.has("no-shared-engine");
     return choice;
 }
 
@@ -150,6 +154,15 @@ Result<std::unique_ptr<agent::ModelClient>> modelClientFromArguments(const Argum
     Result<ModelChoice> choice = modelChoiceFromArguments(args);
     IRIS_RETURN_IF_ERROR(choice.status());
     return makeModelClient(*choice);
+}
+
+void shareLocalEngines(const std::string& processKind) {
+    configureEngineSharing({processKind, {}});
+}
+
+void sayWhichEngine(const agent::ModelClient& client, std::ostream& out) {
+    const std::string summary = engineUseSummary(client);
+    if (!summary.empty()) out << "engine: " << summary << '\n';
 }
 
 std::filesystem::path sessionDatabasePath(const Arguments& args) {

@@ -4,6 +4,7 @@
 // ModelChoice and database path.
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,13 @@ std::optional<models::CatalogueEntry> catalogueEntryFromArguments(const Argument
 
 // makeModelClient(modelChoiceFromArguments(args)): nullptr when no model is given.
 Result<std::unique_ptr<agent::ModelClient>> modelClientFromArguments(const Arguments& args);
+
+// Turns on engine sharing for this process (app/session/engine_sharing.h), whose entries call it
+// `processKind` ("run", "eval", "replay"); a choice with --no-shared-engine still shares nothing.
+void shareLocalEngines(const std::string& processKind);
+// "engine: shared with iris gui (pid 1234)" or "engine: loaded here (...)" for a local
+// engine's client; nothing for a server's.
+void sayWhichEngine(const agent::ModelClient& client, std::ostream& out);
 
 // --db, or defaultSessionDatabasePath().
 std::filesystem::path sessionDatabasePath(const Arguments& args);

@@ -212,8 +212,10 @@ int runReplay(int argc, char** argv) {
             return kExitUsage;
         }
     }
+    shareLocalEngines("replay");
     Result<std::unique_ptr<agent::ModelClient>> live = modelClientFromArguments(*args);
     if (!live) return fail(live.status().message());
+    if (*live) sayWhichEngine(**live, std::cerr);
     const bool forking = *fromStep >= 0;
     if (forking != bool(*live)) {
         std::cerr << "iris replay: --from-step and --model/--endpoint go together\n";

@@ -24,7 +24,8 @@ std::vector<OptionSpec> runOptions() {
         {"instruction", "i", true, "what the agent should do"},
         {"task", "", true, "an OSWorld-style task JSON file (its instruction, and its start URL)"},
         {"env", "e", true,
-         "web:DIR, url:URL, desktop or desktop:private (default web:. with --target)"},
+         "web:DIR, url:URL, desktop[:x11|:wayland] or desktop:private[-wayland] (default web:. "
+         "with --target)"},
         {"target", "", true, "a mockup image: visual-feedback mode (score, keep or revert edits)"},
         actionFormatOption(),
         coordinateFrameOption(),
@@ -112,7 +113,9 @@ int runRun(int argc, char** argv) {
     std::string env = args->value("env").value_or("");
     if (env.empty())
         env = !startUrl.empty() ? "url:" + startUrl : (args->has("target") ? "web:." : "");
-    if (env.empty()) return usageError("give --env (web:DIR, url:URL, desktop, desktop:private)");
+    if (env.empty())
+        return usageError(
+            "give --env (web:DIR, url:URL, desktop[:x11|:wayland], desktop:private[-wayland])");
     Result<EnvironmentSpec> environment = parseEnvironmentSpec(env);
     if (!environment) return usageError(environment.status().message());
     plan.environment = *environment;
@@ -177,12 +180,14 @@ int runRun(int argc, char** argv) {
         plan.loop.goal = agent::VisualGoal{*image, *goodEnough, int(*patience)};
     }
 
+    shareLocalEngines("run");
     Result<std::unique_ptr<agent::ModelClient>> client = modelClientFromArguments(*args);
     if (!client) {
         std::cerr << "iris run: " << client.status().message() << '\n';
         return kExitError;
     }
     if (!*client) return usageError("give --model F.gguf or --endpoint URL");
+    sayWhichEngine(**client, std::cerr);
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     return runAgentSession(plan, **client, std::cout, std::cerr, &interrupts);

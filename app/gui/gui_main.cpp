@@ -8,6 +8,7 @@
 #include "app/build_info.h"
 #include "app/gui/main_window.h"
 #include "app/session/browser_application.h"
+#include "app/session/engine_sharing.h"
 
 // rcc's initialiser sits in the static library iris_app_gui; calling it keeps the linker from
 // dropping the resources. Q_INIT_RESOURCE must be used outside any namespace.
@@ -36,6 +37,9 @@ int runGui(int argc, char** argv) {
     QApplication::setDesktopFileName(QStringLiteral("iris"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/iris/icons/iris.svg")));
 
+    // A local model's engine is offered to, or taken from, other Iris processes
+    // (app/session/engine_sharing.h) unless the settings say otherwise.
+    configureEngineSharing({"gui", {}});
     MainWindow window;
     window.show();
     return QApplication::exec();

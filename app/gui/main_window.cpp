@@ -38,6 +38,7 @@
 #include "app/gui/session_library.h"
 #include "app/gui/session_viewer.h"
 #include "app/gui/settings_dialog.h"
+#include "app/session/engine_sharing.h"
 #include "app/session/model_choice.h"
 #include "app/version.h"
 #include "kernels/cpu_features.h"
@@ -293,6 +294,9 @@ void MainWindow::createStatusBar() {
     m_runStatus = new QLabel;
     m_runStatus->setObjectName(QStringLiteral("runStatus"));
     statusBar()->addPermanentWidget(m_runStatus);
+    m_modelUse = new QLabel;
+    m_modelUse->setObjectName(QStringLiteral("modelUse"));
+    statusBar()->addPermanentWidget(m_modelUse);
     auto* engineLabel = new QLabel(cpuText + QStringLiteral("  \u00b7  ") + cudaText);
     engineLabel->setObjectName(QStringLiteral("engineStatus"));
     statusBar()->addPermanentWidget(engineLabel);
@@ -423,6 +427,7 @@ void MainWindow::withModelClient(const ModelChoice& choice, ClientStart start) {
         Result<std::unique_ptr<agent::ModelClient>> client = makeModelClient(choice);
         if (!client)
             return showError(tr("Model"), QString::fromStdString(client.status().message()));
+        m_modelUse->clear();
         return start(std::move(*client));
     }
     // Loading a model takes seconds: on a thread, then back here.
@@ -456,6 +461,9 @@ void MainWindow::withModelClient(const ModelChoice& choice, ClientStart start) {
                 return window->showError(tr("Model"),
                                          QString::fromStdString(loaded->status().message()));
             }
+            // "engine: shared with iris eval (pid 1234)", as the command line says it.
+            window->m_modelUse->setText(
+                tr("engine: %1").arg(QString::fromStdString(engineUseSummary(***loaded))));
             start(std::move(**loaded));
         });
     }).detach();

@@ -109,6 +109,7 @@ private:
     SessionLibraryWidget* m_library = nullptr;
     AgentRunner* m_runner = nullptr;
     QLabel* m_runStatus = nullptr;
+    QLabel* m_modelUse = nullptr;  // which engine the local model runs on (engine_sharing.h)
     QProgressBar* m_loadingBar = nullptr;  // shown while a model loads
     QAction* m_startAction = nullptr;
     QAction* m_pauseAction = nullptr;

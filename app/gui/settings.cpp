@@ -32,6 +32,7 @@ const QString kEndpointModel = QStringLiteral("endpoint/modelName");
 const QString kApiKeyEnv = QStringLiteral("endpoint/apiKeyEnv");
 const QString kThreads = QStringLiteral("engine/threads");
 const QString kContextSize = QStringLiteral("engine/contextSize");
+const QString kShareEngine = QStringLiteral("engine/shareWithOtherProcesses");
 const QString kActionFormat = QStringLiteral("agent/actionFormat");
 const QString kScreenshots = QStringLiteral("agent/screenshotsInHistory");
 const QString kMaxStepsKey = QStringLiteral("agent/maxSteps");
@@ -118,6 +119,7 @@ ModelChoice modelChoiceOf(const AppSettings& settings) {
         choice.mmprojPath = settings.mmprojPath.toStdString();
         choice.threads = settings.threads;
         choice.contextSize = settings.contextSize;
+        choice.shareEngine = settings.shareEngine;
         // A pulled model (the models panel's "Use" keeps its file's path) runs with the
         // catalogue's image budget and chat template, as `--model NAME` does.
         applyCatalogueDefaults(choice);
@@ -142,6 +144,7 @@ AppSettings loadSettings(QSettings& store) {
     readString(store, kApiKeyEnv, settings.apiKeyEnv);
     readInt(store, kThreads, settings.threads);
     readInt(store, kContextSize, settings.contextSize);
+    readBool(store, kShareEngine, settings.shareEngine);
     readString(store, kActionFormat, settings.actionFormat);
     readInt(store, kScreenshots, settings.screenshotsInHistory);
     readInt(store, kMaxStepsKey, settings.maxSteps);
@@ -167,6 +170,7 @@ void saveSettings(const AppSettings& settings, QSettings& store) {
     store.setValue(kApiKeyEnv, settings.apiKeyEnv);
     store.setValue(kThreads, settings.threads);
     store.setValue(kContextSize, settings.contextSize);
+    store.setValue(kShareEngine, settings.shareEngine);
     store.setValue(kActionFormat, settings.actionFormat);
     store.setValue(kScreenshots, settings.screenshotsInHistory);
     store.setValue(kMaxStepsKey, settings.maxSteps);

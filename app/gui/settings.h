@@ -34,6 +34,8 @@ struct AppSettings {
     QString apiKeyEnv = QStringLiteral("IRIS_API_KEY");  // the variable's name, never its value
     int threads = defaultThreadCount();
     int contextSize = 16384;
+    // Share the local engine with other Iris processes (app/session/engine_sharing.h).
+    bool shareEngine = true;
     QString actionFormat = QStringLiteral("tools");  // see agent::actionFormatFromName
     int screenshotsInHistory = 3;
     int maxSteps = 15;

@@ -216,6 +216,12 @@ QWidget* SettingsDialog::buildEngineSection() {
     form->addRow(tr("&Context size:"), m_contextSize);
     for (QSpinBox* spin : {m_threads, m_contextSize})
         connect(spin, &QSpinBox::valueChanged, this, [this] { revalidate(); });
+    m_shareEngine = new QCheckBox(tr("&Share the engine with other Iris processes"));
+    m_shareEngine->setObjectName(QStringLiteral("shareEngine"));
+    m_shareEngine->setToolTip(
+        tr("Use the engine of an Iris process that already runs this model (iris eval run, "
+           "iris serve), and offer this one to them, instead of loading the model twice."));
+    form->addRow(m_shareEngine);
     return box;
 }
 
@@ -433,6 +439,7 @@ void SettingsDialog::updateBackend() {
     m_endpointPanel->setEnabled(!local);
     m_threads->setEnabled(local);
     m_contextSize->setEnabled(local);
+    m_shareEngine->setEnabled(local);
     revalidate();
 }
 
@@ -470,6 +477,7 @@ AppSettings SettingsDialog::settings() const {
     out.apiKeyEnv = m_apiKeyEnv->text().trimmed();
     out.threads = m_threads->value();
     out.contextSize = m_contextSize->value();
+    out.shareEngine = m_shareEngine->isChecked();
     out.actionFormat = m_actionFormat->currentData().toString();
     out.screenshotsInHistory = m_screenshots->value();
     out.maxSteps = m_maxSteps->value();
@@ -491,6 +499,7 @@ void SettingsDialog::setSettings(const AppSettings& settings) {
     m_apiKeyEnv->setText(settings.apiKeyEnv);
     m_threads->setValue(settings.threads);
     m_contextSize->setValue(settings.contextSize);
+    m_shareEngine->setChecked(settings.shareEngine);
     int format = m_actionFormat->findData(settings.actionFormat);
     // Aliases the agent accepts ("tool_calls", "computer_13") map onto the canonical entries.
     if (format < 0 && settings.actionFormat == QStringLiteral("tool_calls")) format = 0;

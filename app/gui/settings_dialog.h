@@ -87,6 +87,7 @@ private:
     QLabel* m_apiKeyStatus = nullptr;
     QSpinBox* m_threads = nullptr;
     QSpinBox* m_contextSize = nullptr;
+    QCheckBox* m_shareEngine = nullptr;
     QComboBox* m_actionFormat = nullptr;
     QSpinBox* m_screenshots = nullptr;
     QSpinBox* m_maxSteps = nullptr;

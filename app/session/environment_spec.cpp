@@ -1,10 +1,12 @@
 #include "app/session/environment_spec.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
+#include "agent/env/wayland/wayland_desktop_environment.h"
 
 namespace iris::app {
 namespace fs = std::filesystem;
@@ -26,11 +28,24 @@ std::string environmentText(const EnvironmentSpec& spec) {
         case EnvironmentSpec::Kind::Url:
             return "url:" + spec.location;
         case EnvironmentSpec::Kind::Desktop:
+            if (spec.protocol == EnvironmentSpec::Protocol::X11) return "desktop:x11";
+            if (spec.protocol == EnvironmentSpec::Protocol::Wayland) return "desktop:wayland";
             return "desktop";
         case EnvironmentSpec::Kind::PrivateDesktop:
             break;
     }
-    return "desktop:private";
+    return spec.protocol == EnvironmentSpec::Protocol::Wayland ? "desktop:private-wayland"
+                                                               : "desktop:private";
+}
+
+EnvironmentSpec::Protocol sessionDesktopProtocol() {
+    const char* waylandDisplay = std::getenv("WAYLAND_DISPLAY");
+    const char* sessionType = std::getenv("XDG_SESSION_TYPE");
+    if ((waylandDisplay != nullptr && *waylandDisplay != '\0') ||
+        (sessionType != nullptr && std::string_view(sessionType) == "wayland")) {
+        return EnvironmentSpec::Protocol::Wayland;
+    }
+    return EnvironmentSpec::Protocol::X11;
 }
 
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
@@ -46,15 +61,21 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
         spec.kind = EnvironmentSpec::Kind::Url;
         spec.location = text.substr(4);
         if (spec.location.empty()) return Status::invalidArgument("--env url: needs a URL");
-    } else if (text == "desktop") {
+    } else if (text == "desktop" || text == "desktop:x11" || text == "desktop:wayland") {
         spec.kind = EnvironmentSpec::Kind::Desktop;
-    } else if (text == "desktop:private") {
+        if (text == "desktop:x11") spec.protocol = EnvironmentSpec::Protocol::X11;
+        if (text == "desktop:wayland") spec.protocol = EnvironmentSpec::Protocol::Wayland;
+    } else if (text == "desktop:private" || text == "desktop:private-wayland") {
         spec.kind = EnvironmentSpec::Kind::PrivateDesktop;
         spec.width = 1920;
         spec.height = 1080;
+        spec.protocol = text == "desktop:private" ? EnvironmentSpec::Protocol::X11
+                                                  : EnvironmentSpec::Protocol::Wayland;
     } else {
-        return Status::invalidArgument("--env '" + text +
-                                       "': expected web:DIR, url:URL, desktop or desktop:private");
+        return Status::invalidArgument(
+            "--env '" + text +
+            "': expected web:DIR, url:URL, desktop, desktop:x11, desktop:wayland, "
+            "desktop:private or desktop:private-wayland");
     }
     return spec;
 }
@@ -74,8 +95,23 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
         }
         case EnvironmentSpec::Kind::Desktop:
         case EnvironmentSpec::Kind::PrivateDesktop: {
+            const bool isPrivate = spec.kind == EnvironmentSpec::Kind::PrivateDesktop;
+            EnvironmentSpec::Protocol protocol = spec.protocol;
+            if (protocol == EnvironmentSpec::Protocol::Automatic) {
+                protocol = isPrivate ? EnvironmentSpec::Protocol::X11 : sessionDesktopProtocol();
+            }
+            if (protocol == EnvironmentSpec::Protocol::Wayland) {
+                agent::WaylandDesktopOptions options;
+                options.privateCompositor = isPrivate;
+                options.width = spec.width;
+                options.height = spec.height;
+                Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> desktop =
+                    agent::WaylandDesktopEnvironment::create(options);
+                if (!desktop) return desktop.status();
+                return std::unique_ptr<agent::Environment>(std::move(*desktop));
+            }
             agent::DesktopOptions options;
-            options.privateDisplay = spec.kind == EnvironmentSpec::Kind::PrivateDesktop;
+            options.privateDisplay = isPrivate;
             options.width = spec.width;
             options.height = spec.height;
             Result<std::unique_ptr<agent::DesktopEnvironment>> desktop =

@@ -11,15 +11,23 @@
 namespace iris::app {
 
 // "web:DIR" (a web project: the browser shows DIR/index.html and the agent may edit DIR's
-// files), "url:URL" (a page, no files), "desktop" (this X display), "desktop:private" (a private
-// Xvfb display of the given size).
+// files), "url:URL" (a page, no files), "desktop" (this session's desktop: Wayland or X11, see
+// sessionDesktopProtocol), "desktop:x11" / "desktop:wayland" (that one), "desktop:private" (a
+// private Xvfb display of the given size), "desktop:private-wayland" (a private headless sway).
 struct EnvironmentSpec {
     enum class Kind { WebProject, Url, Desktop, PrivateDesktop };
+    enum class Protocol { Automatic, X11, Wayland };  // desktops only
     Kind kind = Kind::WebProject;
     std::string location;  // the folder or URL
     int width = 1280;      // viewport, or the private display's size
     int height = 800;
+    Protocol protocol = Protocol::Automatic;  // a private desktop is X11 unless it says Wayland
 };
+
+// The desktop this process runs in: Wayland when $WAYLAND_DISPLAY is set or $XDG_SESSION_TYPE
+// is "wayland", else X11.
+EnvironmentSpec::Protocol sessionDesktopProtocol();
+
 // A web project's folder must exist; it is kept canonical. Errors name the text as --env.
 Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text);
 // The --env form of `spec` (a web project by its canonical folder), as sessions record it.

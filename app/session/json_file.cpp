@@ -1,5 +1,8 @@
 #include "app/session/json_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 
@@ -15,8 +18,17 @@ Result<nlohmann::json> readJsonFile(const std::filesystem::path& path, std::stri
     }
 }
 
-Status writeJsonFileAtomically(const std::filesystem::path& path, const nlohmann::json& value) {
+Status writeJsonFileAtomically(const std::filesystem::path& path, const nlohmann::json& value,
+                               bool ownerOnly) {
     const std::filesystem::path temporary = path.string() + ".tmp";
+    if (ownerOnly) {
+        // Created 0600 before a byte is written, so the secret is never readable by others.
+        std::error_code ignored;
+        std::filesystem::remove(temporary, ignored);  // a crashed writer's leftover
+        const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) return Status::ioError(temporary.string() + ": cannot create");
+        ::close(fd);
+    }
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         if (!out) return Status::ioError(temporary.string() + ": cannot write");

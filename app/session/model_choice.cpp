@@ -12,6 +12,7 @@
 #include "app/models/model_pull.h"
 #include "app/models/model_store.h"
 #include "app/session/data_paths.h"
+#include "app/session/engine_sharing.h"
 
 namespace iris::app {
 namespace {
@@ -129,6 +130,15 @@ Result<std::shared_ptr<agent::EndpointPool>> sharedEndpointPool(const ModelChoic
     return pool;
 }
 
+Result<std::unique_ptr<agent::ModelClient>> localEngineClient(const ModelChoice& choice,
+                                                              LoadProgress onLoadProgress) {
+    Result<std::shared_ptr<inference::Scheduler>> scheduler =
+        sharedScheduler(choice, std::move(onLoadProgress));
+    if (!scheduler) return scheduler.status();
+    return std::unique_ptr<agent::ModelClient>(agent::LocalEngineClient::attach(
+        std::move(*scheduler), choice.modelPath.filename().string()));
+}
+
 }  // namespace
 
 inference::KvDiskStoreOptions kvDiskOptions(std::int64_t budgetBytes) {
@@ -158,9 +168,20 @@ Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice&
     Result<std::shared_ptr<inference::Scheduler>> loaded =
         loadScheduler(choice, std::move(onLoadProgress));
     if (!loaded) return loaded.status();
+    // Published for other processes while anyone here holds it (engine_sharing.h): the pointer
+    // handed out keeps the publication alive, which ends before the scheduler does.
+    struct Published {
+        std::shared_ptr<inference::Scheduler> scheduler;
+        std::unique_ptr<EnginePublication> publication;
+        ~Published() { publication.reset(); }
+    };
+    auto published = std::make_shared<Published>();
+    published->scheduler = *loaded;
+    published->publication = publishLoadedEngine(*loaded, choice);
+    std::shared_ptr<inference::Scheduler> scheduler(published, published->scheduler.get());
     std::lock_guard lock(r.entriesMutex);
-    r.entries.push_back({model, mmproj, *loaded});
-    return loaded;
+    r.entries.push_back({model, mmproj, scheduler});
+    return scheduler;
 }
 
 void applyCatalogueDefaults(ModelChoice& choice, const models::ModelStore& store,
@@ -205,11 +226,16 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& c
                 std::make_unique<agent::OpenAiClient>(std::move(settings)));
         }
         case ModelChoice::Backend::LocalEngine: {
-            Result<std::shared_ptr<inference::Scheduler>> scheduler =
-                sharedScheduler(choice, std::move(onLoadProgress));
-            if (!scheduler) return scheduler.status();
-            return std::unique_ptr<agent::ModelClient>(agent::LocalEngineClient::attach(
-                std::move(*scheduler), choice.modelPath.filename().string()));
+            // Another Iris process's engine when this one has none for it (engine_sharing.h).
+            const bool loadedHere = findServing(registry(), canonicalPath(choice.modelPath),
+                                                canonicalPath(choice.mmprojPath), choice) != nullptr;
+            if (!loadedHere) {
+                if (auto shared = attachSharedEngine(choice, [choice] {
+                        return localEngineClient(choice, {});
+                    }))
+                    return shared;
+            }
+            return localEngineClient(choice, std::move(onLoadProgress));
         }
     }
     return std::unique_ptr<agent::ModelClient>();

@@ -48,6 +48,9 @@ struct ModelChoice {
     // Sequences the engine runs at once (an evaluation's --parallel): its KV pool holds this many
     // contexts, and more requests at once wait their turn.
     int parallel = 1;
+    // Use another Iris process's engine over the same files, and publish this one for others
+    // (app/session/engine_sharing.h); false: --no-shared-engine, the GUI's setting.
+    bool shareEngine = true;
     // Budget of the KV disk tier in defaultKvDirectory() (--kv-disk-gb); 0: off.
     std::int64_t kvDiskBytes = 0;
 

@@ -41,6 +41,10 @@ TEST(CliModelOptions, ChooseTheLocalEngineTheEndpointOrNone) {
     EXPECT_EQ(local->mmprojPath, "p.gguf");
     EXPECT_EQ(local->threads, 2);
     EXPECT_EQ(local->contextSize, 4096);
+    EXPECT_TRUE(local->shareEngine);
+    Result<ModelChoice> alone = choiceOf({"--model", "m.gguf", "--no-shared-engine"});
+    ASSERT_TRUE(alone) << alone.status().message();
+    EXPECT_FALSE(alone->shareEngine);
     EXPECT_EQ(local->kvDiskBytes, 0) << "the disk tier is off unless asked for";
     Result<ModelChoice> disk = choiceOf({"--model", "m.gguf", "--kv-disk-gb", "1.5"});
     ASSERT_TRUE(disk) << disk.status().message();

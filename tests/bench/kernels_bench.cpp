@@ -3,6 +3,10 @@
 // Gemm: single-threaded GFLOP/s of the dense f32/f16 product; compare with one core's FMA peak
 // (AVX2: 2 FMA/cycle x 8 lanes x 2 flops x clock = 72 GFLOP/s at 2.25 GHz).
 //   iris_kernels_bench --benchmark_filter='Gemm|Matmul/F16_.*/512'
+// Packed q8_0/q5_0/q4_0 (AVX-512 VNNI): a prefill chunk is bound by vpdpbusd throughput; the
+// Gdots rate (10^9 vpdpbusd per second) against VnniPeak's (register-only vpdpbusd, 12
+// independent chains) says how close one core gets to it.
+//   iris_kernels_bench --benchmark_filter='MatmulPacked/|VnniPeak'
 // RMSNorm reads x and w and writes y: it is bound by memory bandwidth once rows*cols*4 bytes
 // no longer fit in cache, so the bytes/s column is the number to compare with the machine's
 // streaming bandwidth (about 27 GB/s on one core here).
@@ -11,6 +15,9 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#if defined(IRIS_KERNELS_X86)
+#include <immintrin.h>
+#endif
 
 #include "kernels/cpu/gemm_internal.h"
 #include "kernels/cpu/matmul.h"
@@ -136,6 +143,57 @@ void benchMatmulPackedK(benchmark::State& state, iris::kernels::TensorType type,
     }
     setMatmulCounters(state, packed.size());
 }
+
+// As benchMatmul, on the packed layout of q8_0, q5_0 and q4_0 (AVX-512 VNNI only): one vpdpbusd
+// per 64 multiply-adds, counted as Gdots (10^9 per second).
+void benchMatmulPacked(benchmark::State& state, iris::kernels::TensorType type) {
+    using namespace iris::kernels;
+    const std::int64_t n = state.range(0), k = state.range(1), m = state.range(2);
+    const std::int64_t bytes = packedBytes(type, n, k);
+    if (bytes == 0) {
+        state.SkipWithError("no packed layout for this type on this CPU (AVX-512 VNNI)");
+        return;
+    }
+    MatmulOperands o = makeMatmulOperands(type, n, k, m);
+    std::vector<std::byte> packed(static_cast<std::size_t>(bytes));
+    packWeights(type, o.w.data(), n, k, packed.data());
+    for (auto _ : state) {
+        matmulPacked(type, packed.data(), k, o.prepared.data(), m, o.y.data(), n, 0, n);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    setMatmulCounters(state, packed.size());
+    state.counters["Gdots"] = benchmark::Counter(
+        double(m * n * k / 64) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+#if defined(IRIS_KERNELS_X86)
+// 12 independent chains of vpdpbusd on registers: one core's throughput with no loads.
+__attribute__((target("avx512f,avx512vnni"), noipa)) int vnniChains(std::int64_t rounds) {
+    __m512i a[12];
+    for (int i = 0; i < 12; ++i)
+        a[i] = _mm512_set1_epi32(i);  // distinct, so the compiler keeps 12 chains
+    __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x01010101);
+    __asm__("" : "+v"(w), "+v"(x));  // opaque, so the chains are not folded at compile time
+    for (std::int64_t r = 0; r < rounds; ++r)
+        for (__m512i& v : a)
+            v = _mm512_dpbusd_epi32(v, w, x);
+    for (int i = 1; i < 12; ++i)
+        a[0] = _mm512_add_epi32(a[0], a[i]);
+    return _mm512_reduce_add_epi32(a[0]);
+}
+
+void benchVnniPeak(benchmark::State& state) {
+    if (!iris::kernels::cpuFeatures().avx512vnni) {
+        state.SkipWithError("CPU lacks AVX-512 VNNI");
+        return;
+    }
+    constexpr std::int64_t kRounds = 1 << 20;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(vnniChains(kRounds));
+    state.counters["Gdots"] = benchmark::Counter(
+        double(12 * kRounds) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+#endif
 
 // Qwen2.5-0.5B's FFN down projection: 896 x 4864 (decode, and a 64-token prefill chunk). Its rows
 // are whole K super-blocks (4864 = 19 x 256); the 896-wide rows of the other projections are not,
@@ -278,6 +336,19 @@ IRIS_MATMUL_PACKED_BENCH(Q4_K)
 IRIS_MATMUL_PACKED_BENCH(Q5_K)
 IRIS_MATMUL_PACKED_BENCH(Q6_K)
 IRIS_MATMUL_BENCH(Q5_0)
+
+// Qwen2.5-0.5B's FFN up (gate) and down projections: decode, and a 512-token prefill chunk.
+void matmulPackedQ8Shapes(benchmark::internal::Benchmark* b) {
+    b->Args({4864, 896, 1})->Args({4864, 896, 512})->Args({896, 4864, 512});
+    b->Unit(benchmark::kMillisecond);
+}
+BENCHMARK_CAPTURE(benchMatmulPacked, Q8_0, iris::kernels::TensorType::Q8_0)
+    ->Apply(matmulPackedQ8Shapes);
+BENCHMARK_CAPTURE(benchMatmulPacked, Q4_0, iris::kernels::TensorType::Q4_0)
+    ->Apply(matmulPackedQ8Shapes);
+#if defined(IRIS_KERNELS_X86)
+BENCHMARK(benchVnniPeak)->Unit(benchmark::kMillisecond);
+#endif
 
 BENCHMARK_CAPTURE(benchRmsNorm, scalar, iris::kernels::cpu::rmsNormScalar, CpuIsa::Scalar)
     ->Apply(shapes);

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/cli/serve/openai_request.h"
-#include "app/cli/serve/openai_response.h"
+#include "app/serve/openai_request.h"
+#include "app/serve/openai_response.h"
 
 namespace {
 

@@ -3,6 +3,8 @@
 // and load errors.
 #include "inference/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -167,6 +169,36 @@ TEST_F(EngineTest, RefusesAPromptLongerThanTheContext) {
         session->generate(greedy(std::vector<std::int32_t>(12, 5), 100));
     ASSERT_TRUE(filled);
     EXPECT_EQ(filled->stop, StopReason::ContextFull);
+}
+
+// This process's resident memory, from /proc/self/statm.
+std::int64_t residentBytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::int64_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+// A context of 1,048,576 tokens: its KV pool is reserved, not written, so loading it costs a
+// small part of its size in memory, and the answer is the one of a 256-token context.
+TEST_F(EngineTest, AMillionTokenContextCostsMemoryOnlyForWhatItHolds) {
+    const std::int64_t before = residentBytes();
+    const auto engine = load(withContext(std::int64_t(1) << 20));
+    ASSERT_TRUE(engine);
+    const auto reserved = std::int64_t(engine->cache().bytes());
+    ASSERT_GE(reserved, std::int64_t(64) << 20) << "too small a pool to tell";
+    auto session = std::move(*engine->newSession());
+    const Result<GenerateResult> got = session->generate(greedy({5, 6, 7, 8, 9}, 12));
+    ASSERT_TRUE(got) << got.status().message();
+    const std::int64_t grown = residentBytes() - before;
+    EXPECT_LT(grown, reserved / 8) << grown << " bytes resident for a pool of " << reserved;
+
+    const auto small = load(withContext(256));
+    ASSERT_TRUE(small);
+    const Result<GenerateResult> want =
+        std::move(*small->newSession())->generate(greedy({5, 6, 7, 8, 9}, 12));
+    ASSERT_TRUE(want);
+    EXPECT_EQ(got->tokens, want->tokens);
 }
 
 // The template a catalogue names for a model wins over the one its file implies (a qwen2 file

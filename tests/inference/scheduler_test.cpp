@@ -415,6 +415,52 @@ TEST(SchedulerImages, TheTowerRunsAStageAtATimeWhileOtherSequencesDecode) {
     EXPECT_EQ(imageResult->imagesEncoded, 1);
 }
 
+// Six requests with their own images in a KV pool for two: sequences are preempted, some while
+// their image is still in the tower; readmitted, they find the encode under way or cached. The
+// tokens are still the one-session engine's, and each image is encoded once.
+TEST(SchedulerImages, PreemptedImageRequestsGiveTheSameTokens) {
+    testing::ScratchDir scratch("iris_scheduler_vl_preempt");
+    testing::TinyModelSpec spec;
+    spec.arch = "qwen2vl";
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.withVisionTokens = true;
+    spec.weightScale = 0.5f;
+    spec.seed = 5;
+    testing::TinyMmprojOptions projector;
+    projector.projection = 64;
+    ModelFiles setup;
+    setup.model = scratch.write("tiny-vl.gguf", testing::makeTinyModel(spec));
+    setup.options.threads = 2;
+    setup.options.contextSize = 112;  // 2 sessions: a pool of 2 x (7 + 1) blocks of 16
+    setup.options.mmprojPath =
+        scratch.write("mmproj.gguf", testing::makeTinyMmproj(projector).bytes);
+    SchedulerOptions options;
+    options.maxRunning = 6;
+    std::unique_ptr<Scheduler> scheduler = startScheduler(setup, 2, options);
+    ASSERT_TRUE(scheduler);
+    const Engine& engine = scheduler->engine();
+    std::vector<GenerateRequest> all;
+    for (unsigned i = 0; i < 6; ++i) {
+        Result<std::shared_ptr<const ImagePatches>> image =
+            engine.prepareImage(randomImage(224, 168, 20 + i));
+        ASSERT_TRUE(image) << image.status().message();
+        GenerateRequest r = greedy(engine.tokenizer().encode("<|vision_start|>", true), 36);
+        r.images.push_back({r.prompt.size(), *image});
+        const std::vector<std::int32_t> rest =
+            engine.tokenizer().encode("<|vision_end|>describe it " + std::to_string(i), true);
+        r.prompt.insert(r.prompt.end(), rest.begin(), rest.end());
+        all.push_back(std::move(r));
+    }
+    const std::vector<GenerateResult> got = scheduled(*scheduler, all);
+    expectSameTokens(got, referenceRuns(setup, all));
+    EXPECT_GT(scheduler->stats().preemptions, 0);
+    int encoded = 0;
+    for (const GenerateResult& result : got)
+        encoded += result.imagesEncoded;
+    EXPECT_EQ(encoded, 6);
+}
+
 TEST(SchedulerMiniMaxM3, SparseAttentionIndexerKeysComeAlongWithCachedBlocks) {
     testing::ScratchDir scratch("iris_scheduler_m3");
     testing::M3Spec spec;

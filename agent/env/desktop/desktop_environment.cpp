@@ -9,9 +9,8 @@
 #include <thread>
 #include <type_traits>
 
-#include <opencv2/imgproc.hpp>
-
 #include "agent/env/desktop/child_process.h"
+#include "agent/env/desktop/desktop_actions.h"
 #include "agent/env/desktop/x_connection.h"
 #include "agent/env/desktop/x_input.h"
 #include "agent/env/desktop/xvfb_display.h"
@@ -19,8 +18,6 @@
 namespace iris::agent {
 namespace {
 
-constexpr int kMaxScrollNotches = 200;
-constexpr double kMaxWaitSeconds = 600;
 constexpr int kDragSteps = 10;
 
 unsigned xButton(MouseButton button) {
@@ -33,12 +30,6 @@ unsigned xButton(MouseButton button) {
             return 3;
     }
     return 1;
-}
-
-std::string formatPoint(Point p) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "(%g, %g)", p.x, p.y);
-    return text;
 }
 
 }  // namespace
@@ -163,16 +154,8 @@ Result<Observation> DesktopEnvironment::observe() {
     observation.capturedAtMs = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-    if (m_options.observationScale < 1.0) {
-        int width =
-            std::max(1, static_cast<int>(std::lround(m_area.width * m_options.observationScale)));
-        int height =
-            std::max(1, static_cast<int>(std::lround(m_area.height * m_options.observationScale)));
-        cv::resize(*captured, observation.screenshot, cv::Size(width, height), 0, 0,
-                   cv::INTER_AREA);
-    } else {
-        observation.screenshot = std::move(*captured);
-    }
+    observation.screenshot =
+        shrinkForObservation(std::move(*captured), m_area, m_options.observationScale);
     observation.devicePixelRatio = 1.0 / m_options.observationScale;
     observation.origin = {static_cast<double>(m_area.x), static_cast<double>(m_area.y)};
     observation.title = m_connection->activeWindowTitle();
@@ -180,21 +163,7 @@ Result<Observation> DesktopEnvironment::observe() {
 }
 
 Result<Point> DesktopEnvironment::toDevice(Point point, const char* what) {
-    Observation geometry;
-    geometry.devicePixelRatio = 1.0 / m_options.observationScale;
-    geometry.origin = {static_cast<double>(m_area.x), static_cast<double>(m_area.y)};
-    double width = std::round(m_area.width * m_options.observationScale);
-    double height = std::round(m_area.height * m_options.observationScale);
-    // The far edge is accepted: models often answer with the screenshot's width itself.
-    if (!(point.x >= 0 && point.y >= 0 && point.x <= width && point.y <= height)) {
-        return Status::invalidArgument(std::string(what) + ": " + formatPoint(point) +
-                                       " is outside the " + formatPoint({width, height}) +
-                                       " screenshot");
-    }
-    Point device = toDevicePixels(point, geometry);
-    device.x = std::min(std::round(device.x), static_cast<double>(m_area.x + m_area.width - 1));
-    device.y = std::min(std::round(device.y), static_cast<double>(m_area.y + m_area.height - 1));
-    return device;
+    return observationToDevice(point, m_area, m_options.observationScale, what);
 }
 
 Status DesktopEnvironment::pointerTo(const std::optional<Point>& point, const char* what) {
@@ -213,11 +182,7 @@ Status DesktopEnvironment::click(unsigned button, int count) {
 }
 
 Status DesktopEnvironment::scroll(const Scroll& scroll) {
-    if (std::abs(scroll.dx) > kMaxScrollNotches || std::abs(scroll.dy) > kMaxScrollNotches) {
-        return Status::invalidArgument("scroll: at most " + std::to_string(kMaxScrollNotches) +
-                                       " notches per direction, not (" + std::to_string(scroll.dx) +
-                                       ", " + std::to_string(scroll.dy) + ")");
-    }
+    IRIS_RETURN_IF_ERROR(checkScroll(scroll));
     IRIS_RETURN_IF_ERROR(pointerTo(scroll.at, "scroll"));
     // X wheel buttons: 4 up, 5 down, 6 left, 7 right. Positive dy scrolls towards the end.
     unsigned vertical = scroll.dy > 0 ? 5 : 4;
@@ -257,14 +222,12 @@ Status DesktopEnvironment::drag(const Drag& drag) {
 }
 
 Status DesktopEnvironment::run(const Action& action) {
+    if (std::optional<Status> common = runCommonDesktopAction(action)) return *common;
     return std::visit(
         [this](const auto& a) -> Status {
             using T = std::decay_t<decltype(a)>;
             if constexpr (std::is_same_v<T, Click>) {
-                if (a.count < 1 || a.count > 3) {
-                    return Status::invalidArgument("click: count must be 1, 2 or 3, not " +
-                                                   std::to_string(a.count));
-                }
+                IRIS_RETURN_IF_ERROR(checkClick(a));
                 IRIS_RETURN_IF_ERROR(pointerTo(a.at, "click"));
                 return click(xButton(a.button), a.count);
             } else if constexpr (std::is_same_v<T, MoveTo>) {
@@ -285,22 +248,8 @@ Status DesktopEnvironment::run(const Action& action) {
                 return m_input->keyDown(a.key);
             } else if constexpr (std::is_same_v<T, KeyUp>) {
                 return m_input->keyUp(a.key);
-            } else if constexpr (std::is_same_v<T, Wait>) {
-                if (!(a.seconds >= 0 && a.seconds <= kMaxWaitSeconds)) {
-                    return Status::invalidArgument("wait: seconds must be in [0, 600], not " +
-                                                   std::to_string(a.seconds));
-                }
-                std::this_thread::sleep_for(std::chrono::duration<double>(a.seconds));
-                return Status::ok();
-            } else if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, Fail>) {
-                return Status::ok();
-            } else if constexpr (std::is_same_v<T, Navigate>) {
-                return Status::unsupported(
-                    "navigate: the desktop has no address bar of its own; open a browser and "
-                    "type the URL instead");
             } else {
-                return Status::unsupported(
-                    "file actions are carried out by the workspace, not the desktop");
+                return Status::internal("desktop: an action runCommonDesktopAction should answer");
             }
         },
         action);

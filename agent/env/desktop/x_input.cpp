@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <thread>
 
-#include "base/utf8.h"
+#include "agent/env/desktop/desktop_actions.h"
 
 namespace iris::agent {
 namespace {
@@ -199,30 +198,19 @@ Status XInput::typeStrokes(std::vector<Stroke>& strokes) {
 }
 
 Status XInput::typeText(std::string_view utf8) {
-    Result<std::u32string> codePoints = utf8::decode(utf8);
-    if (!codePoints) return codePoints.status().withContext("type: ");
+    Result<std::vector<KeySymbol>> keysyms = keysymsForText(utf8);
+    if (!keysyms) return keysyms.status();
     IRIS_RETURN_IF_ERROR(loadKeymap());  // another client may have changed the layout
     // Keys are found (and keycodes borrowed) ahead of typing, so that one settle covers them all.
     std::vector<Stroke> strokes;
     m_pinned.clear();
-    for (std::size_t i = 0; i < codePoints->size(); ++i) {
-        char32_t c = (*codePoints)[i];
-        if (c == U'\r' && i + 1 < codePoints->size() && (*codePoints)[i + 1] == U'\n') continue;
-        KeySymbol keysym = keysymForCodePoint(c);
-        if (keysym == 0) {
-            char code[16];
-            std::snprintf(code, sizeof(code), "U+%04X", static_cast<unsigned>(c));
-            m_pinned.clear();
-            return Status::invalidArgument("type: character " + std::string(code) +
-                                           " at position " + std::to_string(i) +
-                                           " is a control character with no key");
-        }
+    for (std::size_t i = 0; i < keysyms->size(); ++i) {
         std::string what = "character " + std::to_string(i);
-        Result<Stroke> stroke = strokeFor(keysym, what);
+        Result<Stroke> stroke = strokeFor((*keysyms)[i], what);
         if (!stroke && stroke.status().code() == StatusCode::Unsupported && !strokes.empty()) {
             // Every spare keycode is pinned by a character still to be typed: type those first.
             IRIS_RETURN_IF_ERROR(typeStrokes(strokes));
-            stroke = strokeFor(keysym, what);
+            stroke = strokeFor((*keysyms)[i], what);
         }
         if (!stroke) {
             m_pinned.clear();

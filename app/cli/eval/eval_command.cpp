@@ -182,6 +182,7 @@ int runRunCommand(int argc, char** argv) {
     Result<ModelChoice> model = modelChoiceFromArguments(*args);
     if (!model) return usage(model.status().message());
     options.model = *model;
+    shareLocalEngines("eval");
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     return eval::runEvaluation(options, std::cout, std::cerr, &interrupts);

@@ -16,6 +16,7 @@
 
 #include "agent/eval/task_check.h"
 #include "agent/recording/session_store.h"
+#include "app/cli/agent_setup.h"
 #include "app/cli/eval/eval_results.h"
 #include "app/cli/eval/progress.h"
 #include "app/cli/eval/shards.h"
@@ -279,6 +280,7 @@ int runEvaluation(const EvalRunOptions& requested, std::ostream& out, std::ostre
             return 3;
         }
         model = std::move(*made);
+        sayWhichEngine(*model, err);
     }
     Result<RunResults> results =
         resumedResults(options, *plans, model ? model->describe() : std::string());

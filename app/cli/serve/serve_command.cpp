@@ -15,7 +15,8 @@
 #include "app/cli/arguments.h"
 #include "app/cli/engine_commands.h"
 #include "app/cli/interrupt_watcher.h"
-#include "app/cli/serve/openai_server.h"
+#include "app/session/engine_sharing.h"
+#include "app/serve/openai_server.h"
 #include "inference/engine.h"
 #include "inference/scheduler.h"
 
@@ -40,6 +41,8 @@ constexpr OptionSpec kOptions[] = {
      "a restart) are read back instead of recomputed (default 0: off)"},
     {"max-waiting", "", true, "requests queued beyond the running ones before 429 (default 64)"},
     {"max-body-mb", "", true, "largest request body in MiB, 413 above (default 64)"},
+    {"no-shared-engine", "", false,
+     "do not offer this engine to other Iris processes of this user (iris run, eval, the GUI)"},
     {"help", "h", false, "show this help"},
 };
 
@@ -59,6 +62,7 @@ struct ServeSettings {
     inference::EngineOptions engine;
     inference::SchedulerOptions scheduler;
     serve::ServerOptions server;
+    bool shareEngine = true;
 };
 
 Result<ServeSettings> readSettings(const Arguments& args) {
@@ -103,6 +107,7 @@ Result<ServeSettings> readSettings(const Arguments& args) {
     // A connection's thread waits for its generation, so the running and the waiting requests
     // each need one, plus a few for /health and /metrics.
     settings.server.httpThreads = int(*parallel + *waiting + 4);
+    settings.shareEngine = !args.has("no-shared-engine");
 
     if (std::optional<std::string> variable = args.value("api-key-env")) {
         const char* key = std::getenv(variable->c_str());
@@ -120,6 +125,36 @@ Result<ServeSettings> readSettings(const Arguments& args) {
             "--allow-public-without-key to serve without a key");
     }
     return settings;
+}
+
+// The entry that offers the served engine to other Iris processes of this user
+// (app/session/engine_sharing.h); null when sharing is off or not wanted. The entry holds the
+// server's key, --api-key-env's value included: it is written 0600 into the user's own 0700
+// runtime folder, so only processes of this user can read it, and those can read the serving
+// process's environment (/proc/PID/environ) anyway.
+std::unique_ptr<PublishedEntry> publishServedEngine(const ServeSettings& settings,
+                                                    const inference::Engine& engine, int port) {
+    configureEngineSharing({"serve", {}});
+    const std::optional<std::filesystem::path> directory = engineSharingDirectory();
+    if (!settings.shareEngine || !directory) {
+        std::cerr << "iris serve: engine: loaded here (not shared with other Iris processes)\n";
+        return nullptr;
+    }
+    Result<EngineEntry> entry = engineEntryFor(engine, settings.model, "serve");
+    if (!entry) {
+        std::cerr << "iris serve: not shared with other Iris processes: "
+                  << entry.status().message() << '\n';
+        return nullptr;
+    }
+    // Other processes connect over loopback whatever address the server listens on.
+    entry->host = settings.server.host == "0.0.0.0" ? "127.0.0.1" : settings.server.host;
+    entry->port = port;
+    entry->apiKey = settings.server.apiKey;
+    entry->modelName = settings.server.modelName;
+    auto published = std::make_unique<PublishedEntry>(*directory, *entry);
+    if (!published->written()) return nullptr;
+    std::cerr << "iris serve: engine: loaded here (published for other Iris processes)\n";
+    return published;
 }
 
 // Set by Ctrl-C or SIGTERM (through the InterruptWatcher); waited on by the main thread.
@@ -200,11 +235,14 @@ int runServe(int argc, char** argv) {
     std::cerr << "iris serve: ready: " << settings->server.modelName << ", "
               << settings->scheduler.maxRunning << " sequences of " << settings->engine.contextSize
               << " tokens, " << settings->engine.threads << " threads\n";
+    std::unique_ptr<PublishedEntry> published =
+        publishServedEngine(*settings, scheduler->engine(), *port);
     server.setScheduler(std::move(scheduler));
     {
         std::unique_lock lock(interrupt.mutex);
         interrupt.changed.wait(lock, [&] { return interrupt.requested; });
     }
+    published.reset();  // before the server stops: no reader finds it going
     server.stop();
     std::cerr << "iris serve: stopped\n";
     return 0;

@@ -64,6 +64,22 @@ TEST(AgentLoop, ExecutesActionsAndEndsWhenTheModelSaysDone) {
     EXPECT_EQ(recorder.steps[1].index, 1);
 }
 
+TEST(AgentLoop, KeepsTheStepWhoseActionsRanWhenTheScreenIsGoneAfterThem) {
+    FakeEnvironment environment;
+    environment.failObservationsAfter = 1;  // the screen goes after the first step's actions
+    ScriptedClient client({toolCall("click", R"({"x": 10, "y": 20})")});
+    MemoryRecorder recorder;
+    AgentLoop loop(environment, client, SafetyPolicy({}), nullptr, &recorder, toolOptions());
+    const LoopResult result = loop.run();
+
+    EXPECT_EQ(result.end, LoopEnd::Error);
+    EXPECT_NE(result.message.find("output FAKE-1 is gone"), std::string::npos) << result.message;
+    EXPECT_EQ(environment.executed.size(), 1u);
+    ASSERT_EQ(recorder.steps.size(), 1u);  // the click and its answer are recorded
+    EXPECT_EQ(recorder.steps[0].actions.size(), 1u);
+    EXPECT_TRUE(recorder.steps[0].response.has_value());
+}
+
 TEST(AgentLoop, FeedsAnUnparseableAnswerBackToTheModelAndGoesOn) {
     FakeEnvironment environment;
     ScriptedClient client({"I think I should click somewhere.",

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ public:
     }
     Result<Observation> observe() override {
         ++observations;
+        if (failObservationsAfter && observations > *failObservationsAfter)
+            return Status::ioError("desktop: output FAKE-1 is gone (unplugged or disabled)");
         cv::Scalar colour(128, 128, 128);
         if (!m_project.empty()) {
             std::ifstream file(m_project / "color.txt");
@@ -55,6 +58,7 @@ public:
 
     std::vector<Action> executed;
     int observations = 0;
+    std::optional<int> failObservationsAfter;  // observe() fails once it has answered this many
     int reloads = 0;
 
 private:

@@ -99,6 +99,7 @@ AppSettings editedSettings(const QString& folder) {
     s.apiKeyEnv = QStringLiteral("MY_SERVER_KEY");
     s.threads = 3;
     s.contextSize = 8192;
+    s.shareEngine = false;
     s.actionFormat = QStringLiteral("uitars");
     s.screenshotsInHistory = 5;
     s.maxSteps = 40;
@@ -120,6 +121,7 @@ TEST(Settings, DefaultsMatchTheIssueAndTheCli) {
     ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
     EXPECT_EQ(s.threads, CPU_COUNT(&cpus)) << "all the cores this process may use, like the CLI";
     EXPECT_EQ(s.contextSize, 16384);
+    EXPECT_TRUE(s.shareEngine) << "like the CLI without --no-shared-engine";
     EXPECT_EQ(s.actionFormat, QStringLiteral("tools"));
     EXPECT_EQ(s.screenshotsInHistory, 3);
     EXPECT_EQ(s.maxSteps, 15);
@@ -143,6 +145,9 @@ TEST(Settings, ChooseTheModelTheBackendNames) {
     EXPECT_EQ(local.mmprojPath, "/models/mmproj.gguf");
     EXPECT_EQ(local.threads, 3);
     EXPECT_EQ(local.contextSize, 8192);
+    EXPECT_TRUE(local.shareEngine);
+    s.shareEngine = false;
+    EXPECT_FALSE(modelChoiceOf(s).shareEngine);
 
     s.backend = AppSettings::Backend::Endpoint;
     s.endpointUrl = QStringLiteral("http://127.0.0.1:8000/v1");
@@ -313,6 +318,8 @@ TEST(SettingsDialog, FillsFromSettingsAndReturnsEdits) {
     child<QLineEdit>(dialog, "modelPath")->setText(model);
     child<QLineEdit>(dialog, "mmprojPath")->clear();
     child<QSpinBox>(dialog, "contextSize")->setValue(32768);
+    EXPECT_FALSE(child<QCheckBox>(dialog, "shareEngine")->isChecked());
+    child<QCheckBox>(dialog, "shareEngine")->setChecked(true);
     QComboBox* format = child<QComboBox>(dialog, "actionFormat");
     format->setCurrentIndex(format->findData(QStringLiteral("pyautogui")));
     child<QSpinBox>(dialog, "screenshotsInHistory")->setValue(1);
@@ -328,6 +335,7 @@ TEST(SettingsDialog, FillsFromSettingsAndReturnsEdits) {
     expected.modelPath = model;
     expected.mmprojPath.clear();
     expected.contextSize = 32768;
+    expected.shareEngine = true;
     expected.actionFormat = QStringLiteral("pyautogui");
     expected.screenshotsInHistory = 1;
     expected.maxSteps = 7;

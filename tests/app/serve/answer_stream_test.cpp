@@ -1,13 +1,13 @@
 // AnswerStream against the whole-answer reader (readChatAnswer) on the same text, fed in every
 // way a generation can cut it: whole, byte by byte, and in seeded random pieces.
-#include "app/cli/serve/answer_stream.h"
+#include "app/serve/answer_stream.h"
 
 #include <cstdint>
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "app/cli/serve/openai_response.h"
+#include "app/serve/openai_response.h"
 #include "base/strings.h"
 #include "inference/chat_template.h"
 

@@ -1,6 +1,6 @@
 // The request bodies of /v1/chat/completions and /v1/completions read without a server: every
 // field OpenAI clients send, and errors that name the field at fault.
-#include "app/cli/serve/openai_request.h"
+#include "app/serve/openai_request.h"
 
 #include <random>
 

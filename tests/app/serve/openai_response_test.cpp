@@ -1,6 +1,6 @@
 // Model answers read back into content, reasoning and tool calls on fixed model text (a tiny
 // random model never writes a tool call), and the JSON shapes clients parse.
-#include "app/cli/serve/openai_response.h"
+#include "app/serve/openai_response.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // `iris serve`'s server in process on a tiny random model: answers equal the engine's own for
 // the prompt written out by hand (greedy), streams add up to the same text and end with usage
 // and [DONE], and every error has its status and OpenAI-style body.
-#include "app/cli/serve/openai_server.h"
+#include "app/serve/openai_server.h"
 
 #include <chrono>
 #include <regex>

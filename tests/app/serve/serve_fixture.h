@@ -9,7 +9,7 @@
 
 #include <httplib.h>
 
-#include "app/cli/serve/openai_server.h"
+#include "app/serve/openai_server.h"
 #include "inference/engine.h"
 #include "inference/scheduler.h"
 #include "tests/inference/models/scratch_dir.h"

@@ -1,6 +1,6 @@
 // The Prometheus exposition: cumulative histogram buckets against counts made by hand, and the
 // scheduler's counters under their names.
-#include "app/cli/serve/server_metrics.h"
+#include "app/serve/server_metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -14,6 +14,7 @@
 #include "agent/env/desktop/x11.h"  // the test's own Xlib client
 #include "agent/env/desktop/xvfb_display.h"
 #include "base/clock.h"
+#include "tests/agent/env/desktop/desktop_contract.h"
 #include "tests/inference/models/scratch_dir.h"
 
 namespace iris::agent {
@@ -406,19 +407,7 @@ TEST_F(DesktopEnvironmentTest, MissingMonitorIsAnError) {
 TEST_F(DesktopEnvironmentTest, RejectsWhatTheDesktopCannotDo) {
     auto environment = start(size(320, 240));
     ASSERT_TRUE(environment);
-    EXPECT_EQ(environment->execute(Navigate{"https://example.org"}).status.code(),
-              StatusCode::Unsupported);
-    EXPECT_EQ(environment->execute(WriteFile{"a.txt", "x"}).status.code(), StatusCode::Unsupported);
-    ActionResult outside = environment->execute(Click{Point{321, 10}, MouseButton::Left, 1});
-    EXPECT_EQ(outside.status.code(), StatusCode::InvalidArgument);
-    EXPECT_NE(outside.status.message().find("(321, 10)"), std::string::npos);
-    EXPECT_EQ(environment->execute(PressKeys{{"ctrl", "nosuchkey"}}).status.code(),
-              StatusCode::InvalidArgument);
-    EXPECT_EQ(environment->execute(TypeText{"a\xff"}).status.code(), StatusCode::InvalidArgument);
-    EXPECT_EQ(environment->execute(Click{Point{1, 1}, MouseButton::Left, 4}).status.code(),
-              StatusCode::InvalidArgument);
-    EXPECT_TRUE(environment->execute(Done{"ok"}).status.isOk());
-    EXPECT_TRUE(environment->execute(Wait{0.01}).status.isOk());
+    testing::expectDesktopRejectsWhatItCannotDo(*environment);
 
     DesktopOptions badScale = size(320, 240);
     badScale.observationScale = 0;

@@ -1,4 +1,4 @@
-#include "app/cli/serve/client_connection.h"
+#include "app/serve/client_connection.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

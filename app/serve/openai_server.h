@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "app/cli/serve/server_metrics.h"
+#include "app/serve/server_metrics.h"
 #include "base/status.h"
 #include "inference/scheduler.h"
 
@@ -40,6 +40,10 @@ struct ServerOptions {
     int httpThreads = 8;                         // connections served at once
     int retryAfterSeconds = 1;                   // sent with 429
     bool logRequests = true;
+    // stop() shuts the scheduler down (every generation of it ends). False for a scheduler that
+    // other clients in the process share (app/session/engine_sharing.h): stop() then cancels only
+    // this server's generations and leaves the scheduler running for them.
+    bool shutdownSchedulerOnStop = true;
 };
 
 class OpenAiServer {
@@ -51,10 +55,11 @@ public:
     OpenAiServer& operator=(const OpenAiServer&) = delete;
 
     // Binds and serves on a thread of its own; the port bound. IoError naming host and port.
-    // Until setScheduler(), /health says 503 "loading" and completions get 503.
+    // Until setScheduler(), /health says 503 "loading" and completions get 503; from stop() on,
+    // 503 "shutting_down".
     Result<int> start();
-    // Hands in the loaded model's scheduler (once; thread-safe).
-    void setScheduler(std::unique_ptr<inference::Scheduler> scheduler);
+    // Hands in the loaded model's scheduler (once; thread-safe). The server holds it until stop().
+    void setScheduler(std::shared_ptr<inference::Scheduler> scheduler);
     // Ends streams in flight with an error chunk, cancels every generation, stops listening and
     // joins. Idempotent; thread-safe.
     void stop();
@@ -104,7 +109,7 @@ private:
 
     std::mutex m_stopMutex;      // one stop() at a time
     mutable std::mutex m_mutex;  // guards m_scheduler
-    std::unique_ptr<inference::Scheduler> m_scheduler;
+    std::shared_ptr<inference::Scheduler> m_scheduler;
     std::atomic<inference::Scheduler*> m_schedulerView{nullptr};
 };
 

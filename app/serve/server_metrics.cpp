@@ -1,4 +1,4 @@
-#include "app/cli/serve/server_metrics.h"
+#include "app/serve/server_metrics.h"
 
 #include <cstdio>
 

@@ -4,11 +4,11 @@
 
 #include "agent/clients/local_engine_client.h"
 #include "agent/clients/openai_protocol.h"
-#include "app/cli/serve/answer_stream.h"
-#include "app/cli/serve/client_connection.h"
-#include "app/cli/serve/openai_request.h"
-#include "app/cli/serve/openai_response.h"
-#include "app/cli/serve/openai_server.h"
+#include "app/serve/answer_stream.h"
+#include "app/serve/client_connection.h"
+#include "app/serve/openai_request.h"
+#include "app/serve/openai_response.h"
+#include "app/serve/openai_server.h"
 
 namespace iris::app::serve {
 namespace {
@@ -186,6 +186,8 @@ Result<inference::GenerateResult> OpenAiServer::follow(
         // writes until the end, so it asks every kPoll.
         const bool ask = poll == inference::GenerationHandle::Poll::Timeout ||
                          (!onText && poll == inference::GenerationHandle::Poll::Token);
+        // Stopping over a shared scheduler, which stop() leaves running: end this generation.
+        if (m_stopping && !m_options.shutdownSchedulerOnStop) job.handle->cancel();
         if (!job.clientGone && ask && Clock::now() - asked >= kPoll) {
             asked = Clock::now();
             if (!connected()) leave();

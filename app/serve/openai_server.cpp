@@ -1,4 +1,4 @@
-#include "app/cli/serve/openai_server.h"
+#include "app/serve/openai_server.h"
 
 #include <sys/socket.h>
 
@@ -12,7 +12,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "app/cli/serve/openai_response.h"
+#include "app/serve/openai_response.h"
 
 namespace iris::app::serve {
 namespace {
@@ -186,7 +186,7 @@ Result<int> OpenAiServer::start() {
     return port;
 }
 
-void OpenAiServer::setScheduler(std::unique_ptr<inference::Scheduler> scheduler) {
+void OpenAiServer::setScheduler(std::shared_ptr<inference::Scheduler> scheduler) {
     std::lock_guard lock(m_mutex);
     if (m_stopping || m_scheduler != nullptr) return;  // the caller's scheduler ends here
     m_scheduler = std::move(scheduler);
@@ -199,7 +199,10 @@ void OpenAiServer::stop() {
     if (m_stopping.exchange(true)) return;
     // Streams see m_stopping and end with an error chunk once their generation, cancelled by
     // shutdown(), reports back; then no handler waits and the HTTP pool can drain.
-    if (inference::Scheduler* scheduler = m_schedulerView.load()) scheduler->shutdown();
+    // A shared scheduler runs on for its other clients: follow() cancels this server's
+    // generations once it sees m_stopping.
+    inference::Scheduler* scheduler = m_schedulerView.load();
+    if (scheduler != nullptr && m_options.shutdownSchedulerOnStop) scheduler->shutdown();
     m_http->stop();
     if (m_thread.joinable()) m_thread.join();
     std::lock_guard lock(m_mutex);
@@ -209,6 +212,7 @@ void OpenAiServer::stop() {
 
 void OpenAiServer::health(httplib::Response& response) const {
     std::lock_guard lock(m_mutex);
+    if (m_stopping) return setJson(response, 503, R"({"status":"shutting_down"})");
     if (m_scheduler != nullptr) return setJson(response, 200, R"({"status":"ok"})");
     setJson(response, 503, R"({"status":"loading"})");
 }

@@ -1,4 +1,4 @@
-#include "app/cli/serve/openai_response.h"
+#include "app/serve/openai_response.h"
 
 #include <nlohmann/json.hpp>
 

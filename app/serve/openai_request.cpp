@@ -1,4 +1,4 @@
-#include "app/cli/serve/openai_request.h"
+#include "app/serve/openai_request.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "app/cli/serve/answer_stream.h"
+#include "app/serve/answer_stream.h"
 
 #include <algorithm>
 

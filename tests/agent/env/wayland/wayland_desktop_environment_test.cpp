@@ -1,0 +1,471 @@
+#include "agent/env/wayland/wayland_desktop_environment.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/env/desktop/child_process.h"
+#include "agent/env/wayland/sway_compositor.h"
+#include "base/clock.h"
+#include "tests/agent/env/desktop/desktop_contract.h"
+#include "tests/agent/env/wayland/fake_compositor.h"
+#include "tests/agent/env/wayland/test_pattern.h"
+#include "tests/inference/models/scratch_dir.h"
+
+namespace iris::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The lines of `file` that start with `prefix` (all when it is empty), once there are `count`
+// of them or five seconds have passed.
+std::vector<std::string> linesOf(const std::filesystem::path& file, const std::string& prefix,
+                                 std::size_t count) {
+    std::vector<std::string> lines;
+    auto deadline = Clock::now() + milliseconds(5000);
+    do {
+        lines.clear();
+        std::ifstream in(file);
+        for (std::string line; std::getline(in, line);) {
+            if (prefix.empty() || line.rfind(prefix + " ", 0) == 0 || line == prefix)
+                lines.push_back(line);
+        }
+        if (lines.size() >= count) break;
+        std::this_thread::sleep_for(milliseconds(10));
+    } while (Clock::now() < deadline);
+    return lines;
+}
+
+// The test client (wayland_test_client.cpp) on a compositor, and the events it wrote.
+class TestClient {
+public:
+    TestClient(const std::vector<std::string>& environment, int scale,
+               const std::filesystem::path& events)
+        : m_events(events) {
+        SpawnOptions spawn;
+        spawn.argv = {IRIS_WAYLAND_TEST_CLIENT, "--scale", std::to_string(scale), "--events",
+                      events.string()};
+        spawn.environment = environment;
+        Result<std::unique_ptr<ChildProcess>> child = ChildProcess::spawn(spawn);
+        if (child) m_process = std::move(*child);
+    }
+    // Whether the window is on screen at this size (surface coordinates), within five seconds:
+    // the compositor first lets a new window pick its size, then gives it its tile.
+    bool drawn(int width, int height) const {
+        const std::string wanted = "drawn " + std::to_string(width) + " " + std::to_string(height);
+        auto deadline = Clock::now() + milliseconds(5000);
+        do {
+            for (const std::string& line : linesWith("drawn", 0)) {
+                if (line == wanted) return true;
+            }
+            std::this_thread::sleep_for(milliseconds(10));
+        } while (m_process != nullptr && Clock::now() < deadline);
+        return false;
+    }
+
+    // The event lines starting with `prefix`, once there are `count` (or after five seconds).
+    std::vector<std::string> linesWith(const std::string& prefix, std::size_t count) const {
+        return linesOf(m_events, prefix, count);
+    }
+
+    // The text typed into the client: the UTF-8 of every key press without ctrl.
+    std::string typed(std::size_t presses) const {
+        std::string text;
+        for (const std::string& line : linesWith("key 1", presses)) {
+            std::istringstream fields(line);
+            std::string key, state, keysym, hex, mods;
+            fields >> key >> state >> keysym >> hex >> mods;
+            if (hex == "-" || mods.find('C') != std::string::npos) continue;
+            for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+                text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+        }
+        return text;
+    }
+
+private:
+    std::filesystem::path m_events;
+    std::unique_ptr<ChildProcess> m_process;
+};
+
+class WaylandDesktopEnvironmentTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!findExecutable("sway")) GTEST_SKIP() << "sway is not installed (Debian: sway)";
+    }
+
+    std::unique_ptr<WaylandDesktopEnvironment> start(WaylandDesktopOptions options) {
+        options.privateCompositor = options.display.empty();
+        options.settleTime = milliseconds(0);
+        Result<std::unique_ptr<WaylandDesktopEnvironment>> environment =
+            WaylandDesktopEnvironment::create(options);
+        EXPECT_TRUE(environment) << environment.status().message();
+        return environment ? std::move(*environment) : nullptr;
+    }
+
+    static WaylandDesktopOptions output(int width, int height, double scale) {
+        WaylandDesktopOptions options;
+        options.width = width;
+        options.height = height;
+        options.scale = scale;
+        return options;
+    }
+
+    std::unique_ptr<TestClient> client(const WaylandDesktopEnvironment& environment, int scale) {
+        return std::make_unique<TestClient>(environment.privateCompositor()->clientEnvironment(),
+                                            scale, m_scratch.path() / "events.txt");
+    }
+
+    // Puts the pointer over the client's window, which then hides it (captures show the pointer).
+    static void hidePointer(WaylandDesktopEnvironment& environment, const TestClient& window) {
+        ASSERT_TRUE(environment.execute(MoveTo{Point{1, 1}}).status.isOk());
+        ASSERT_FALSE(window.linesWith("enter", 1).empty());
+    }
+
+    // Pixels of `image` that differ from the pattern the client drew.
+    static int mismatches(const cv::Mat& image) {
+        int wrong = 0;
+        for (int y = 0; y < image.rows; ++y) {
+            for (int x = 0; x < image.cols; ++x) {
+                testing::Rgb rgb = testing::patternAt(x, y);
+                if (image.at<cv::Vec3b>(y, x) == cv::Vec3b(rgb.b, rgb.g, rgb.r)) continue;
+                if (wrong++ < 5) {
+                    cv::Vec3b got = image.at<cv::Vec3b>(y, x);
+                    ADD_FAILURE() << "(" << x << ", " << y << ") is BGR " << int{got[0]} << " "
+                                  << int{got[1]} << " " << int{got[2]} << ", drawn " << int{rgb.b}
+                                  << " " << int{rgb.g} << " " << int{rgb.r};
+                }
+            }
+        }
+        return wrong;
+    }
+
+    inference::testing::ScratchDir m_scratch{"iris-wayland-test"};
+};
+
+TEST_F(WaylandDesktopEnvironmentTest, CaptureEqualsTheDrawnPixelsAtScaleOne) {
+    auto environment = start(output(640, 480, 1));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 1);
+    ASSERT_TRUE(window->drawn(640, 480));
+    hidePointer(*environment, *window);
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    EXPECT_EQ(observation->screenshot.cols, 640);
+    EXPECT_EQ(observation->screenshot.rows, 480);
+    EXPECT_EQ(observation->screenshot.type(), CV_8UC3);
+    EXPECT_EQ(observation->devicePixelRatio, 1.0);
+    EXPECT_EQ(mismatches(observation->screenshot), 0);
+    EXPECT_EQ(environment->outputName(), "HEADLESS-1");
+    EXPECT_NE(environment->describe().find("HEADLESS-1 (private)"), std::string::npos);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, CaptureEqualsTheDrawnPixelsAtScaleTwo) {
+    auto environment = start(output(800, 600, 2));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 2);
+    // The window is 400x300 surface coordinates, drawn with an 800x600 buffer.
+    ASSERT_TRUE(window->drawn(400, 300));
+    hidePointer(*environment, *window);
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    EXPECT_EQ(observation->screenshot.cols, 800);  // physical pixels
+    EXPECT_EQ(observation->screenshot.rows, 600);
+    EXPECT_EQ(mismatches(observation->screenshot), 0);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, ClicksLandOnSurfaceCoordinatesAtScaleTwo) {
+    auto environment = start(output(800, 600, 2));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 2);
+    ASSERT_TRUE(window->drawn(400, 300));
+    // Physical pixel (201, 101) is surface coordinate (100.5, 50.5): half, exactly.
+    ASSERT_TRUE(environment->execute(Click{Point{201, 101}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{10, 20}, MouseButton::Right, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{799, 599}, MouseButton::Middle, 1}).status.isOk());
+    std::vector<std::string> buttons = window->linesWith("button", 6);
+    ASSERT_EQ(buttons.size(), 6u);
+    EXPECT_EQ(buttons[0], "button 272 1 100.500000 50.500000");  // BTN_LEFT pressed
+    EXPECT_EQ(buttons[1], "button 272 0 100.500000 50.500000");
+    EXPECT_EQ(buttons[2], "button 273 1 5.000000 10.000000");     // BTN_RIGHT
+    EXPECT_EQ(buttons[4], "button 274 1 399.500000 299.500000");  // BTN_MIDDLE
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, ClicksLandOnSurfaceCoordinatesAtScaleOneAndAHalf) {
+    // A 960x600 mode at scale 1.5 is a 640x400 desktop: pixel (x, y) is (x / 1.5, y / 1.5).
+    auto environment = start(output(960, 600, 1.5));
+    ASSERT_TRUE(environment);
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 960, 600}));
+    auto window = client(*environment, 2);  // wl_output reports the scale rounded up
+    ASSERT_TRUE(window->drawn(640, 400));
+    ASSERT_TRUE(environment->execute(Click{Point{300, 150}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{959, 599}, MouseButton::Left, 1}).status.isOk());
+    std::vector<std::string> buttons = window->linesWith("button", 4);
+    ASSERT_EQ(buttons.size(), 4u);
+    EXPECT_EQ(buttons[0], "button 272 1 200.000000 100.000000");
+    EXPECT_EQ(buttons[2], "button 272 1 639.332031 399.332031");  // 959 / 1.5 in 24.8 fixed point
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, ClicksAtHalfObservationScaleLandOnDevicePixels) {
+    WaylandDesktopOptions options = output(640, 480, 1);
+    options.observationScale = 0.5;
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 1);
+    ASSERT_TRUE(window->drawn(640, 480));
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    EXPECT_EQ(observation->screenshot.cols, 320);
+    EXPECT_EQ(observation->devicePixelRatio, 2.0);
+    ASSERT_TRUE(environment->execute(Click{Point{100, 50}, MouseButton::Left, 2}).status.isOk());
+    std::vector<std::string> buttons = window->linesWith("button", 4);
+    ASSERT_EQ(buttons.size(), 4u);
+    EXPECT_EQ(buttons[2], "button 272 1 200.000000 100.000000");
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, DragPressesMovesAndReleases) {
+    auto environment = start(output(800, 600, 2));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 2);
+    ASSERT_TRUE(window->drawn(400, 300));
+    ASSERT_TRUE(environment->execute(Drag{Point{40, 60}, Point{600, 400}, MouseButton::Left})
+                    .status.isOk());
+    std::vector<std::string> buttons = window->linesWith("button", 2);
+    ASSERT_EQ(buttons.size(), 2u);
+    EXPECT_EQ(buttons[0], "button 272 1 20.000000 30.000000");
+    EXPECT_EQ(buttons[1], "button 272 0 300.000000 200.000000");
+    // The pointer moved in steps while the button was down.
+    EXPECT_GE(window->linesWith("motion", 10).size(), 10u);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, ScrollSendsWheelNotches) {
+    auto environment = start(output(640, 480, 1));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 1);
+    ASSERT_TRUE(window->drawn(640, 480));
+    ASSERT_TRUE(environment->execute(Scroll{Point{50, 60}, 0, 2}).status.isOk());
+    ASSERT_TRUE(environment->execute(Scroll{std::nullopt, -1, -1}).status.isOk());
+    std::vector<std::string> axes = window->linesWith("axis", 4);
+    ASSERT_EQ(axes.size(), 4u);
+    EXPECT_EQ(axes[0], "axis 0 15.000000");  // vertical, down
+    EXPECT_EQ(axes[1], "axis 0 15.000000");
+    EXPECT_EQ(axes[2], "axis 0 -15.000000");
+    EXPECT_EQ(axes[3], "axis 1 -15.000000");  // horizontal, left
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, TypesAsciiCyrillicAndEmojiIntact) {
+    auto environment = start(output(640, 480, 1));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 1);
+    ASSERT_TRUE(window->drawn(640, 480));
+    ASSERT_FALSE(window->linesWith("focus", 1).empty());
+    const std::string ascii = "Hello, World! <>";
+    const std::string russian = "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82";  // Привет
+    const std::string emoji = " \xf0\x9f\x98\x80\xe2\x82\xac";                       // 😀€
+    ASSERT_TRUE(environment->execute(TypeText{ascii}).status.isOk());
+    ASSERT_TRUE(environment->execute(TypeText{russian + emoji}).status.isOk());
+    EXPECT_EQ(window->typed(16 + 6 + 3), ascii + russian + emoji);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, KeyChordsArriveWithTheirModifiers) {
+    auto environment = start(output(640, 480, 1));
+    ASSERT_TRUE(environment);
+    auto window = client(*environment, 1);
+    ASSERT_TRUE(window->drawn(640, 480));
+    ASSERT_TRUE(environment->execute(PressKeys{{"ctrl", "a"}}).status.isOk());
+    ASSERT_TRUE(environment->execute(PressKeys{{"ctrl", "shift", "t"}}).status.isOk());
+    ASSERT_TRUE(environment->execute(KeyDown{"alt"}).status.isOk());
+    ASSERT_TRUE(environment->execute(PressKeys{{"f4"}}).status.isOk());
+    ASSERT_TRUE(environment->execute(KeyUp{"alt"}).status.isOk());
+    ASSERT_TRUE(environment->execute(PressKeys{{"a"}}).status.isOk());
+    std::vector<std::string> presses = window->linesWith("key 1", 8);
+    ASSERT_EQ(presses.size(), 8u);
+    EXPECT_EQ(presses[0], "key 1 Control_L - -");
+    EXPECT_EQ(presses[1], "key 1 a 01 C");  // ctrl+a: the control character, ctrl held
+    EXPECT_EQ(presses[4], "key 1 t 14 CS");
+    EXPECT_EQ(presses[6], "key 1 F4 - A");
+    EXPECT_EQ(presses[7], "key 1 a 61 -");  // every modifier released again
+    // Released in reverse order: t, shift, ctrl.
+    std::vector<std::string> releases = window->linesWith("key 0", 5);
+    ASSERT_GE(releases.size(), 5u);
+    EXPECT_EQ(releases[2].rfind("key 0 t ", 0), 0u);
+    EXPECT_EQ(releases[4].rfind("key 0 Control_L ", 0), 0u);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, SecondOutputWithItsOwnScale) {
+    SwayOptions sway;
+    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
+    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+    ASSERT_TRUE(compositor) << compositor.status().message();
+    WaylandDesktopOptions options;
+    options.display = (*compositor)->socketPath();
+    options.output = 1;
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    EXPECT_EQ(environment->outputName(), "HEADLESS-2");
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 800, 600}));
+    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
+    TestClient window((*compositor)->clientEnvironment(), 2, m_scratch.path() / "events.txt");
+    ASSERT_TRUE(window.drawn(400, 300));
+    hidePointer(*environment, window);
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    EXPECT_EQ(mismatches(observation->screenshot), 0);
+    ASSERT_TRUE(environment->execute(Click{Point{101, 51}, MouseButton::Left, 1}).status.isOk());
+    std::vector<std::string> buttons = window.linesWith("button", 1);
+    ASSERT_FALSE(buttons.empty());
+    EXPECT_EQ(buttons[0], "button 272 1 50.500000 25.500000");
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, RotatedOutputsAreSeenAsTheirUserSeesThem) {
+    // An 800x600 mode turned a quarter (sway's "transform 90") is a 600x800 desktop, whose screen
+    // copy comes in the mode's orientation and must be turned back, and whose pointer wlroots
+    // turns as well.
+    const std::pair<int, bool> transforms[] = {{90, false}, {270, false}, {90, true}, {180, true}};
+    for (auto [transform, flipped] : transforms) {
+        SCOPED_TRACE("transform " + std::to_string(transform) + (flipped ? " flipped" : ""));
+        bool sideways = transform % 180 != 0;
+        SwayOptions sway;
+        sway.outputs = {{800, 600, 1.0, transform, flipped}};
+        Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+        ASSERT_TRUE(compositor) << compositor.status().message();
+        WaylandDesktopOptions options;
+        options.display = (*compositor)->socketPath();
+        auto environment = start(options);
+        ASSERT_TRUE(environment);
+        const int width = sideways ? 600 : 800;
+        const int height = sideways ? 800 : 600;
+        EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, width, height}));
+        TestClient window((*compositor)->clientEnvironment(), 1,
+                          m_scratch.path() / ("events" + std::to_string(transform) +
+                                              (flipped ? "f" : "") + ".txt"));
+        ASSERT_TRUE(window.drawn(width, height));
+        hidePointer(*environment, window);
+        Result<Observation> observation = environment->observe();
+        ASSERT_TRUE(observation) << observation.status().message();
+        EXPECT_EQ(observation->screenshot.cols, width);
+        EXPECT_EQ(observation->screenshot.rows, height);
+        EXPECT_EQ(mismatches(observation->screenshot), 0);
+        ASSERT_TRUE(
+            environment->execute(Click{Point{10, 500}, MouseButton::Left, 1}).status.isOk());
+        std::vector<std::string> buttons = window.linesWith("button", 1);
+        ASSERT_FALSE(buttons.empty());
+        EXPECT_EQ(buttons[0], "button 272 1 10.000000 500.000000");
+    }
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, AnUnpluggedOutputFailsTheStepNamingIt) {
+    // A sway nested in a headless one: its outputs are windows there, and closing a window
+    // unplugs that output, as pulling a monitor's cable does.
+    SwayOptions hostOptions;
+    hostOptions.outputs = {{1280, 800, 1.0, 0}};
+    Result<std::unique_ptr<SwayCompositor>> host = SwayCompositor::start(hostOptions);
+    ASSERT_TRUE(host) << host.status().message();
+    SwayOptions nestedOptions;
+    nestedOptions.outputs = {{}, {}};
+    nestedOptions.hostDisplay = (*host)->socketPath();
+    Result<std::unique_ptr<SwayCompositor>> nested = SwayCompositor::start(nestedOptions);
+    ASSERT_TRUE(nested) << nested.status().message();
+    WaylandDesktopOptions options;
+    options.display = (*nested)->socketPath();
+    options.output = 1;
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    EXPECT_EQ(environment->outputName(), "WL-2");
+    ASSERT_TRUE(environment->observe());
+
+    ASSERT_TRUE((*host)->command("[title=\"wlroots - WL-2\"] kill").isOk());
+    // The nested sway hears of the closed window in its own time: the first step after that
+    // fails, naming the output, and so does every later one.
+    auto failure = [&environment](const char* wanted) {
+        auto deadline = Clock::now() + milliseconds(5000);
+        Status status;
+        do {
+            Result<Observation> observation = environment->observe();
+            status = observation ? Status::ok() : observation.status();
+            if (status.message().find(wanted) != std::string::npos) break;
+            std::this_thread::sleep_for(milliseconds(20));
+        } while (Clock::now() < deadline);
+        return status;
+    };
+    Status gone = failure("output WL-2 is gone");
+    EXPECT_EQ(gone.code(), StatusCode::IoError);
+    EXPECT_NE(gone.message().find("output WL-2 is gone (unplugged or disabled)"), std::string::npos)
+        << gone.message();
+    ActionResult click = environment->execute(Click{Point{1, 1}, MouseButton::Left, 1});
+    EXPECT_EQ(click.status.code(), StatusCode::IoError);
+    EXPECT_NE(click.status.message().find("WL-2"), std::string::npos);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, RejectsWhatTheDesktopCannotDo) {
+    auto environment = start(output(320, 240, 1));
+    ASSERT_TRUE(environment);
+    testing::expectDesktopRejectsWhatItCannotDo(*environment);
+    WaylandDesktopOptions badScale = output(320, 240, 1);
+    badScale.observationScale = 0;
+    EXPECT_FALSE(WaylandDesktopEnvironment::create(badScale));
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, NoCompositorIsAClearError) {
+    const char* saved = std::getenv("WAYLAND_DISPLAY");
+    std::string previous = saved != nullptr ? saved : "";
+    ::unsetenv("WAYLAND_DISPLAY");
+    Result<std::unique_ptr<WaylandDesktopEnvironment>> environment =
+        WaylandDesktopEnvironment::create(WaylandDesktopOptions{});
+    if (saved != nullptr) ::setenv("WAYLAND_DISPLAY", previous.c_str(), 1);
+    ASSERT_FALSE(environment);
+    EXPECT_NE(environment.status().message().find("$WAYLAND_DISPLAY"), std::string::npos);
+    WaylandDesktopOptions missing;
+    missing.display = (m_scratch.path() / "no-such-socket").string();
+    environment = WaylandDesktopEnvironment::create(missing);
+    ASSERT_FALSE(environment);
+    EXPECT_NE(environment.status().message().find("no-such-socket"), std::string::npos);
+}
+
+TEST(WaylandDesktopEnvironmentErrorsTest, ACompositorWithoutScreenCopiesNamesWhatIsMissing) {
+    // As GNOME and KDE: outputs and a seat, but neither screen-copy protocol.
+    inference::testing::ScratchDir scratch("iris-wayland-fake");
+    testing::FakeCompositor compositor((scratch.path() / "wayland-fake").string());
+    ASSERT_TRUE(compositor.ok());
+    WaylandDesktopOptions options;
+    options.display = compositor.socketPath();
+    Result<std::unique_ptr<WaylandDesktopEnvironment>> environment =
+        WaylandDesktopEnvironment::create(options);
+    ASSERT_FALSE(environment);
+    EXPECT_EQ(environment.status().code(), StatusCode::Unsupported);
+    const std::string& message = environment.status().message();
+    EXPECT_NE(message.find(compositor.socketPath() + " offers no zwlr_screencopy_manager_v1 nor "
+                                                     "ext_image_copy_capture_manager_v1"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("GNOME and KDE need the xdg-desktop-portal"), std::string::npos);
+    EXPECT_NE(message.find("--env desktop:x11"), std::string::npos);
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, ResetRestartsTheCompositorAndTheStartCommand) {
+    const std::filesystem::path log = m_scratch.path() / "starts.log";
+    WaylandDesktopOptions options = output(320, 240, 1);
+    options.startCommand = {"/bin/sh", "-c",
+                            "echo \"$WAYLAND_DISPLAY\" >> '" + log.string() + "'; exec sleep 60"};
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    std::string first = environment->displayName();
+    ASSERT_EQ(linesOf(log, "", 1).size(), 1u);
+    ASSERT_TRUE(environment->reset().isOk());
+    ASSERT_TRUE(environment->observe());
+    std::vector<std::string> started = linesOf(log, "", 2);
+    ASSERT_EQ(started.size(), 2u);
+    EXPECT_EQ(started[0], first);
+    EXPECT_EQ(started[1], environment->displayName());
+    EXPECT_NE(started[0], started[1]);  // a fresh compositor in a fresh folder
+    std::string folder = std::filesystem::path(first).parent_path().string();
+    environment.reset();
+    EXPECT_FALSE(std::filesystem::exists(folder));
+}
+
+}  // namespace
+}  // namespace iris::agent

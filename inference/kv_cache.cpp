@@ -241,6 +241,51 @@ void KvCache::truncate(SequenceId sequence, std::int64_t length) {
     s.length = length;
 }
 
+std::int64_t KvCache::blockPayloadBytes() const {
+    const std::int64_t indexLayers =
+        m_options.indexerDim > 0 ? m_options.layers - m_options.indexerFirstLayer : 0;
+    return 2 * m_options.layers * blockBytes() + indexLayers * indexBlockBytes();
+}
+
+// Calls visit(pointer into the pool, bytes) for each part of `block` in payload order.
+template <typename Visit>
+static void forEachBlockPart(KvCache& cache, std::int32_t block, std::int64_t kvBytes,
+                             std::int64_t indexBytes, Visit visit) {
+    const KvCacheOptions& o = cache.options();
+    for (int layer = 0; layer < o.layers; ++layer) {
+        visit(static_cast<std::byte*>(const_cast<void*>(cache.keys(layer))) + block * kvBytes,
+              kvBytes);
+        visit(static_cast<std::byte*>(const_cast<void*>(cache.values(layer))) + block * kvBytes,
+              kvBytes);
+    }
+    for (int layer = o.indexerFirstLayer; o.indexerDim > 0 && layer < o.layers; ++layer) {
+        visit(reinterpret_cast<std::byte*>(const_cast<float*>(cache.indexKeys(layer))) +
+                  block * indexBytes,
+              indexBytes);
+    }
+}
+
+void KvCache::copyBlockOut(std::int32_t block, std::span<std::byte> out) const {
+    assert(std::int64_t(out.size()) == blockPayloadBytes());
+    std::byte* to = out.data();
+    forEachBlockPart(const_cast<KvCache&>(*this), block, blockBytes(), indexBlockBytes(),
+                     [&](const std::byte* part, std::int64_t n) {
+                         std::memcpy(to, part, std::size_t(n));
+                         to += n;
+                     });
+}
+
+void KvCache::copyBlockIn(std::int32_t block, std::span<const std::byte> in) {
+    assert(std::int64_t(in.size()) == blockPayloadBytes() && m_refCount[std::size_t(block)] == 1 &&
+           !m_named[std::size_t(block)]);
+    const std::byte* from = in.data();
+    forEachBlockPart(*this, block, blockBytes(), indexBlockBytes(),
+                     [&](std::byte* part, std::int64_t n) {
+                         std::memcpy(part, from, std::size_t(n));
+                         from += n;
+                     });
+}
+
 void KvCache::makePrivate(Sequence& sequence, std::size_t index) {
     const std::int32_t shared = sequence.blocks[index];
     if (m_refCount[std::size_t(shared)] == 1) return;

@@ -88,6 +88,14 @@ public:
 
     std::span<const std::int32_t> blockTable(SequenceId sequence) const;
 
+    // ---- whole blocks, for the disk tier (inference/kv_disk_store.h) ----
+    // Bytes of one block over all layers: K and V of each layer, then its indexer keys.
+    std::int64_t blockPayloadBytes() const;
+    // Copies `block` to `out` (blockPayloadBytes() bytes) in that order.
+    void copyBlockOut(std::int32_t block, std::span<std::byte> out) const;
+    // Fills `block` from such bytes; it must be held by one sequence only (extend() made it).
+    void copyBlockIn(std::int32_t block, std::span<const std::byte> in);
+
     // ---- prefix cache ----
     // Names block `index` of `sequence`, which must be full and written. Nothing happens when
     // another block has the name already (the first keeps it) or the block has a name.

@@ -130,6 +130,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
                                        std::to_string(engine->options().contextSize) + " tokens");
     }
     std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(engine), options));
+    if (options.prefixCache)
+        scheduler->m_disk = openKvDiskStore(*scheduler->m_engine, scheduler->m_options.kvDisk);
     {
         std::lock_guard lock(scheduler->m_mutex);
         scheduler->m_stats.kvBlocks = cache.options().blocks;
@@ -247,6 +249,7 @@ void Scheduler::publishStats(std::int64_t generated) {
     m_stats.kvBlocksCached = cache.cachedBlocks();
     m_stats.waiting = int(m_waiting.size());
     m_stats.running = int(m_running.size());
+    if (m_disk) m_stats.disk = m_disk->stats();
 }
 
 // Requests whose clients cancelled end now, with what they have.
@@ -325,6 +328,12 @@ Result<Scheduler::Admission> Scheduler::place(Sequence& sequence) {
             const std::int32_t block = cache.findBlock(sequence.blockNames[matched]);
             if (block < 0) break;
             cache.appendCached(sequence.kv, block);
+        }
+        // Missed in memory: the disk tier, unless a running sequence is computing the block.
+        if (m_disk && matched < reusable && !computing(sequence.blockNames[matched])) {
+            matched += m_disk->restore(
+                cache, sequence.kv,
+                std::span(sequence.blockNames).subspan(matched, reusable - matched));
         }
     }
     const std::int64_t needed = (slots + blockSize - 1) / blockSize - std::int64_t(matched);
@@ -487,11 +496,15 @@ std::int64_t Scheduler::step() {
         return 0;
     }
     m_logits.clear();
+    const auto started = Clock::now();
     const Status status =
         m_engine->mutableModel().forward(batch, cache, m_engine->pool(), m_logits);
+    if (m_disk && status.isOk())
+        m_disk->noteCompute(std::int64_t(batch.size()), secondsSince(started));
     {
         std::lock_guard lock(m_mutex);
         ++m_stats.steps;
+        m_stats.forwardTokens += std::int64_t(batch.size());
     }
     std::int64_t generated = 0;
     const std::size_t vocabulary = std::size_t(m_engine->model().config().vocabSize);
@@ -537,8 +550,13 @@ void Scheduler::publishBlocks(Sequence& sequence) {
     if (!m_options.prefixCache) return;
     const std::size_t full = std::size_t(sequence.computed / m_engine->cache().options().blockSize);
     nameBlocks(sequence, full);
-    for (std::size_t b = sequence.published; b < full; ++b)
+    for (std::size_t b = sequence.published; b < full; ++b) {
         m_engine->cache().nameBlock(sequence.kv, b, sequence.blockNames[b]);
+        if (m_disk) {
+            m_disk->save(sequence.blockNames[b], m_engine->cache(),
+                         m_engine->cache().blockTable(sequence.kv)[b]);
+        }
+    }
     sequence.published = std::max(sequence.published, full);
 }
 
@@ -630,6 +648,7 @@ void Scheduler::finish(Sequence& sequence, const Status& failure) {
         m_stats.kvBlocksCached = m_engine->cache().cachedBlocks();
         m_stats.waiting = int(m_waiting.size());  // it has left its queue already
         m_stats.running = int(m_running.size());
+        if (m_disk) m_stats.disk = m_disk->stats();
     }
     if (failure.isOk())
         sequence.handle->finish(std::move(result));

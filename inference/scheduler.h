@@ -29,6 +29,13 @@
 //   the recomputed part is usually only the evicted tail, it needs no second memory pool, and it
 //   is the same code path as admission. A request that could never fit (more blocks than the
 //   whole pool, or more tokens than the context) is refused at submit().
+// - Disk tier (optional, SchedulerOptions::kvDisk; inference/kv_disk_store.h): every block is
+//   also saved to disk under its name when it is published, and a request whose chain misses
+//   in memory looks on disk next, reading the run of blocks found back into the pool when the
+//   measured read rate beats the measured prefill rate. Saved on publish rather than on
+//   eviction from the pool: a block is on disk as soon as it is computed, so saved sessions
+//   survive a crash or a killed process, and shutdown has nothing to flush; the price is
+//   writing blocks that are never evicted (to the page cache: 12 KiB a token on a 0.5B model).
 // - Batch invariance: each token's computation (its matrix rows, its attention over its own
 //   sequence) does not depend on what else is in the batch or how its prompt was chunked, so
 //   greedy decoding gives the same tokens alone, batched, preempted or from cached blocks
@@ -59,6 +66,7 @@
 
 #include "base/status.h"
 #include "inference/engine.h"
+#include "inference/kv_disk_store.h"
 
 namespace iris::inference {
 
@@ -72,6 +80,9 @@ struct SchedulerOptions {
     int maxWaiting = 1024;
     // Reuse full KV blocks across requests by content.
     bool prefixCache = true;
+    // The disk tier under the prefix cache (off unless a folder and a budget are given; needs
+    // prefixCache). A folder that cannot be made is warned about and the tier left off.
+    KvDiskStoreOptions kvDisk;
 };
 
 // Counters since start() (monotonic) and the state now. Read with Scheduler::stats().
@@ -85,11 +96,13 @@ struct SchedulerStats {
     std::int64_t evictions = 0;        // cached blocks reused for other content
     std::int64_t preemptions = 0;      // running sequences sent back to the queue for room
     std::int64_t steps = 0;            // forward passes
+    std::int64_t forwardTokens = 0;    // tokens run through the model (prefill and decode)
     std::int64_t kvBlocks = 0;         // pool size
     std::int64_t kvBlocksUsed = 0;     // held by running sequences
     std::int64_t kvBlocksCached = 0;   // held by no sequence, kept for their content
     int waiting = 0;
     int running = 0;
+    KvDiskStats disk;  // the disk tier (zeros when off)
 };
 
 // One streamed token: its id and the text it completes (possibly empty: a character can span
@@ -189,6 +202,7 @@ private:
 
     std::unique_ptr<Engine> m_engine;
     SchedulerOptions m_options;
+    std::unique_ptr<KvDiskStore> m_disk;  // null when the disk tier is off
 
     mutable std::mutex m_mutex;  // guards the submissions, m_stopping and m_stats
     std::condition_variable m_wake;

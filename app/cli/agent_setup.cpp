@@ -56,6 +56,10 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
         {"api-key-env", "", true, "environment variable holding the endpoint's key (IRIS_API_KEY)"},
         {"threads", "t", true, "compute threads of the local engine (default: all cores)"},
         {"ctx-size", "c", true, "context size of the local engine in tokens (default 16384)"},
+        {"kv-disk-gb", "", true,
+         "keep the local engine's KV blocks in ~/.cache/iris/kv up to N GiB, so that a prompt "
+         "prefix seen before (also before a restart) is read back, not recomputed (default 0: "
+         "off)"},
         {"db", "", true, "session database (default ~/.local/share/iris/sessions.db)"},
         {"no-shared-engine", "", false,
          "never use another Iris process's engine of the same --model, nor offer this one's"},
@@ -124,9 +128,14 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(context.status());
     if (*threads < 1 || *context < 256)
         return Status::invalidArgument("--threads must be >= 1 and --ctx-size >= 256");
+    const Result<double> kvDiskGb = args.number("kv-disk-gb", 0);
+    IRIS_RETURN_IF_ERROR(kvDiskGb.status());
+    const Result<std::int64_t> kvDiskBytes = kvDiskBytesFromGigabytes(*kvDiskGb);
+    IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
     choice.backend = ModelChoice::Backend::LocalEngine;
+    choice.kvDiskBytes = *kvDiskBytes;
     choice.modelPath = files->model;
     choice.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
     if (files->entry) {

@@ -32,7 +32,8 @@ struct ModelFiles {
 // in the store (NotFound says how to pull it).
 Result<ModelFiles> resolveModelOption(const std::string& value);
 
-// --model, --mmproj, --endpoint, --model-name, --api-key-env, --threads, --ctx-size, --db.
+// --model, --mmproj, --endpoint, --model-name, --api-key-env, --threads, --ctx-size, --kv-disk-gb,
+// --db.
 std::vector<OptionSpec> modelAndDatabaseOptions();
 
 // The base URLs of an --endpoints-file: one per line; blank lines and lines starting with '#'

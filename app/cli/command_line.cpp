@@ -37,6 +37,7 @@ constexpr std::array kSubcommands = {
     Subcommand{"tokenize", "print the token ids of a text under a model's tokenizer", runTokenize},
     Subcommand{"bench", "measure prefill and decode speed against this machine's memory bandwidth",
                runBench},
+    Subcommand{"kv", "show (du) or trim (gc) the KV blocks saved on disk (--kv-disk-gb)", runKv},
     Subcommand{"inspect", "print the metadata and tensor table of a GGUF model file", runInspect},
     Subcommand{"version", "print version, build and hardware information (same as --version)",
                runVersion},

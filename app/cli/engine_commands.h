@@ -8,5 +8,6 @@ int runGenerate(int argc, char** argv);  // generate_command.cpp
 int runTokenize(int argc, char** argv);  // tokenize_command.cpp
 int runBench(int argc, char** argv);     // bench_command.cpp
 int runServe(int argc, char** argv);     // serve/serve_command.cpp
+int runKv(int argc, char** argv);        // kv_command.cpp: iris kv du | gc
 
 }  // namespace iris::app

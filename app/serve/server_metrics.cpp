@@ -21,6 +21,24 @@ void metric(std::string& out, const char* name, const char* type, const char* he
     out += std::string(name) + " " + std::to_string(value) + "\n";
 }
 
+// The KV disk tier's counters (all zero when --kv-disk-gb is 0).
+void writeKvDisk(std::string& out, const inference::KvDiskStats& d) {
+    metric(out, "iris_kv_disk_hit_blocks_total", "counter", "KV blocks read back from disk.",
+           d.hitBlocks);
+    metric(out, "iris_kv_disk_hit_tokens_total", "counter",
+           "Prompt tokens whose K/V was read from disk instead of recomputed.", d.hitTokens);
+    metric(out, "iris_kv_disk_writes_total", "counter", "KV blocks saved to disk.", d.writes);
+    metric(out, "iris_kv_disk_read_bytes_total", "counter", "Bytes read from the KV disk tier.",
+           d.bytesRead);
+    metric(out, "iris_kv_disk_written_bytes_total", "counter",
+           "Bytes written to the KV disk tier.", d.bytesWritten);
+    metric(out, "iris_kv_disk_rejected_total", "counter",
+           "Saved KV blocks that failed their checks (removed and recomputed).", d.rejected);
+    metric(out, "iris_kv_disk_write_failures_total", "counter",
+           "KV blocks not saved (full disk, I/O error).", d.writeFailures);
+    metric(out, "iris_kv_disk_bytes", "gauge", "Bytes in the KV disk folder.", d.bytes);
+}
+
 void writeScheduler(std::string& out, const inference::SchedulerStats& s) {
     metric(out, "iris_requests_total", "counter", "Requests the scheduler accepted.", s.requests);
     metric(out, "iris_requests_finished_total", "counter",
@@ -46,6 +64,7 @@ void writeScheduler(std::string& out, const inference::SchedulerStats& s) {
            s.kvBlocksCached);
     metric(out, "iris_requests_waiting", "gauge", "Requests queued for admission.", s.waiting);
     metric(out, "iris_requests_running", "gauge", "Requests decoding or prefilling.", s.running);
+    writeKvDisk(out, s.disk);
 }
 
 }  // namespace

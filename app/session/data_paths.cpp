@@ -16,6 +16,15 @@ fs::path defaultSessionDatabasePath() {
     return fs::path("iris-sessions.db");
 }
 
+fs::path defaultKvDirectory() {
+    if (const char* dir = std::getenv("IRIS_KV_DIR"); dir && *dir) return dir;
+    if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+        return fs::path(cache) / "iris" / "kv";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return fs::path(home) / ".cache" / "iris" / "kv";
+    return fs::path("iris-kv");
+}
+
 fs::path dataDirectory() {
     if (const char* dir = std::getenv("IRIS_DATA_DIR"); dir && *dir) return dir;
     std::error_code error;

@@ -8,6 +8,10 @@ namespace iris::app {
 // none is named (iris --db, the GUI's storage setting).
 std::filesystem::path defaultSessionDatabasePath();
 
+// Where the KV disk tier keeps saved KV blocks (inference/kv_disk_store.h): $IRIS_KV_DIR, else
+// $XDG_CACHE_HOME/iris/kv, else ~/.cache/iris/kv. A cache: anything in it may be deleted.
+std::filesystem::path defaultKvDirectory();
+
 // Iris's bundled data (demo project, target mockup, recorded demonstration, the model catalogue
 // models/catalogue.json): $IRIS_DATA_DIR, the installed share/iris next to the executable, or the
 // source tree's resources/.

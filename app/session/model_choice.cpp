@@ -94,8 +94,10 @@ Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& c
         inference::Engine::load(choice.modelPath, options);
     if (!engine) return engine.status();
     // maxRunning 0: as many sequences at once as the pool holds contexts (choice.parallel).
+    inference::SchedulerOptions scheduling;
+    scheduling.kvDisk = kvDiskOptions(choice.kvDiskBytes);
     Result<std::unique_ptr<inference::Scheduler>> scheduler =
-        inference::Scheduler::start(std::move(*engine));
+        inference::Scheduler::start(std::move(*engine), scheduling);
     if (!scheduler) return scheduler.status().withContext(choice.modelPath.string() + ": ");
     return std::shared_ptr<inference::Scheduler>(std::move(*scheduler));
 }
@@ -138,6 +140,20 @@ Result<std::unique_ptr<agent::ModelClient>> localEngineClient(const ModelChoice&
 }
 
 }  // namespace
+
+inference::KvDiskStoreOptions kvDiskOptions(std::int64_t budgetBytes) {
+    inference::KvDiskStoreOptions options;
+    if (budgetBytes <= 0) return options;
+    options.folder = defaultKvDirectory();
+    options.budgetBytes = budgetBytes;
+    return options;
+}
+
+Result<std::int64_t> kvDiskBytesFromGigabytes(double gigabytes) {
+    if (!(gigabytes >= 0) || gigabytes > 1e6)
+        return Status::invalidArgument("--kv-disk-gb must be 0 (off) to 1000000");
+    return std::int64_t(gigabytes * double(std::int64_t(1) << 30));
+}
 
 Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice& choice,
                                                               LoadProgress onLoadProgress) {

@@ -51,6 +51,8 @@ struct ModelChoice {
     // Use another Iris process's engine over the same files, and publish this one for others
     // (app/session/engine_sharing.h); false: --no-shared-engine, the GUI's setting.
     bool shareEngine = true;
+    // Budget of the KV disk tier in defaultKvDirectory() (--kv-disk-gb); 0: off.
+    std::int64_t kvDiskBytes = 0;
 
     // Endpoint: the server's base URL (requests go to {endpoint}/chat/completions), the model
     // name it expects, and the environment variable holding its key (its value is never kept).
@@ -74,6 +76,11 @@ void applyCatalogueDefaults(ModelChoice& choice);
 // Called on the loading thread with the fraction of the model loaded (see
 // inference::EngineOptions::onLoadProgress).
 using LoadProgress = std::function<void(double fraction)>;
+
+// The disk tier options of a scheduler: defaultKvDirectory() under `budgetBytes` (0: off).
+inference::KvDiskStoreOptions kvDiskOptions(std::int64_t budgetBytes);
+// --kv-disk-gb's value in bytes: InvalidArgument for a negative or non-numeric one.
+Result<std::int64_t> kvDiskBytesFromGigabytes(double gigabytes);
 
 // The client `choice` asks for; nullptr for Backend::None. A local client is a client of
 // sharedScheduler(choice). Opening a local model reads the whole file (seconds): callers with a

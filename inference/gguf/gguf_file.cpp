@@ -477,6 +477,11 @@ Result<GgufFile> GgufFile::open(const std::filesystem::path& path) {
     return file;
 }
 
+std::span<const std::byte> GgufFile::mappedBytes() const {
+    if (m_mapping == nullptr) return {};
+    return m_mapping->bytes();
+}
+
 const GgufValue* GgufFile::find(std::string_view key) const {
     const auto it = m_metadataIndex.find(key);
     return it == m_metadataIndex.end() ? nullptr : &m_metadata[it->second].second;

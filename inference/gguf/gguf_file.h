@@ -60,6 +60,9 @@ public:
     std::uint32_t alignment() const { return m_alignment; }
     std::uint64_t dataOffset() const { return m_dataOffset; }  // start of the data section
     std::uint64_t fileSize() const { return m_fileSize; }
+    // The whole file as open() mapped it; empty for parse(). What the KV disk store hashes
+    // (the part before dataOffset() and samples of the weights) to tell models apart.
+    std::span<const std::byte> mappedBytes() const;
 
     // Metadata in file order.
     const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return m_metadata; }

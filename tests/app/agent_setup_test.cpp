@@ -45,6 +45,10 @@ TEST(CliModelOptions, ChooseTheLocalEngineTheEndpointOrNone) {
     Result<ModelChoice> alone = choiceOf({"--model", "m.gguf", "--no-shared-engine"});
     ASSERT_TRUE(alone) << alone.status().message();
     EXPECT_FALSE(alone->shareEngine);
+    EXPECT_EQ(local->kvDiskBytes, 0) << "the disk tier is off unless asked for";
+    Result<ModelChoice> disk = choiceOf({"--model", "m.gguf", "--kv-disk-gb", "1.5"});
+    ASSERT_TRUE(disk) << disk.status().message();
+    EXPECT_EQ(disk->kvDiskBytes, std::int64_t(3) << 29);
 
     Result<ModelChoice> endpoint = choiceOf({"--endpoint", "http://127.0.0.1:9/v1"});
     ASSERT_TRUE(endpoint) << endpoint.status().message();
@@ -66,6 +70,7 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
          "--endpoint: http://h/v1 is given twice"},
         {{"--model", "m.gguf", "--threads", "0"}, "--threads must be >= 1"},
         {{"--model", "m.gguf", "--ctx-size", "255"}, "--ctx-size >= 256"},
+        {{"--model", "m.gguf", "--kv-disk-gb", "-1"}, "--kv-disk-gb must be 0 (off)"},
         {{"--endpoint", "http://h/v1", "--api-key-env", "IRIS_TEST_UNSET_KEY_VARIABLE"},
          "--api-key-env: the environment variable IRIS_TEST_UNSET_KEY_VARIABLE is not set"},
     };

@@ -36,6 +36,9 @@ constexpr OptionSpec kOptions[] = {
                              "(default 4)"},
     {"ctx-size", "c", true, "context size in tokens per sequence (default 4096)"},
     {"threads", "t", true, "compute threads (default: all cores)"},
+    {"kv-disk-gb", "", true,
+     "keep KV blocks in ~/.cache/iris/kv up to N GiB; prompt prefixes seen before (also before "
+     "a restart) are read back instead of recomputed (default 0: off)"},
     {"max-waiting", "", true, "requests queued beyond the running ones before 429 (default 64)"},
     {"max-body-mb", "", true, "largest request body in MiB, 413 above (default 64)"},
     {"no-shared-engine", "", false,
@@ -80,9 +83,14 @@ Result<ServeSettings> readSettings(const Arguments& args) {
     if (*ctx < 16 || *threads < 1 || *waiting < 0 || *bodyMb < 1)
         return Status::invalidArgument(
             "--ctx-size must be >= 16, --threads and --max-body-mb >= 1, --max-waiting >= 0");
+    const Result<double> kvDiskGb = args.number("kv-disk-gb", 0);
+    IRIS_RETURN_IF_ERROR(kvDiskGb.status());
+    const Result<std::int64_t> kvDiskBytes = kvDiskBytesFromGigabytes(*kvDiskGb);
+    IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
     ServeSettings settings;
+    settings.scheduler.kvDisk = kvDiskOptions(*kvDiskBytes);
     settings.model = files->model;
     settings.engine.threads = int(*threads);
     settings.engine.contextSize = *ctx;

@@ -34,13 +34,16 @@ TEST(ServerMetrics, ReportsTheSchedulersCountersAndTheServersOwn) {
     stats.prefixHitTokens = 48;
     stats.kvBlocksCached = 3;
     stats.waiting = 2;
+    stats.disk.hitTokens = 32;
+    stats.disk.rejected = 1;
     const std::string text = metrics.prometheusText(&stats);
     for (const char* line :
          {"iris_http_responses_total{code=\"200\"} 2\n", "iris_http_responses_total{code=\"429\"} 1\n",
           "iris_client_disconnects_total 1\n", "iris_time_to_first_token_seconds_count 1\n",
           "iris_model_loaded 1\n", "iris_requests_total 7\n",
           "iris_prefix_cache_hit_tokens_total 48\n", "iris_kv_blocks_cached 3\n",
-          "iris_requests_waiting 2\n", "# TYPE iris_requests_running gauge\n"}) {
+          "iris_requests_waiting 2\n", "# TYPE iris_requests_running gauge\n",
+          "iris_kv_disk_hit_tokens_total 32\n", "iris_kv_disk_rejected_total 1\n"}) {
         EXPECT_NE(text.find(line), std::string::npos) << line;
     }
 }

@@ -82,7 +82,7 @@ struct SchedulerOptions {
     bool prefixCache = true;
     // The disk tier under the prefix cache (off unless a folder and a budget are given; needs
     // prefixCache). A folder that cannot be made is warned about and the tier left off.
-    KvDiskStoreOptions kvDisk;
+    KvDiskStoreOptions kvDisk = {};
 };
 
 // Counters since start() (monotonic) and the state now. Read with Scheduler::stats().

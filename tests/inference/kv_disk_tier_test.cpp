@@ -211,13 +211,7 @@ TEST_F(KvDiskTier, AFullDiskIsWarnedAboutOnceAndGenerationGoesOn) {
 // The image's slots are read back with the text around them: the vision tower does not run, and
 // the M-RoPE positions after the image (in the block names) line up.
 TEST_F(KvDiskTier, Qwen2VlWithAnImageResumesFromDiskWithoutTheVisionTower) {
-    testing::TinyModelSpec spec;
-    spec.arch = "qwen2vl";
-    spec.vocab = 288;
-    spec.withTokenizer = true;
-    spec.withVisionTokens = true;
-    spec.weightScale = 0.5f;
-    spec.seed = 5;
+    const testing::TinyModelSpec spec = testing::tinyQwen2VlSpec();
     testing::TinyMmprojOptions projector;
     projector.projection = 64;
     m_model = m_scratch.write("tiny-vl.gguf", testing::makeTinyModel(spec));

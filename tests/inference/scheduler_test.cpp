@@ -296,13 +296,7 @@ std::vector<GenerateResult> firstThenTheRest(Scheduler& scheduler,
 
 TEST(SchedulerImages, MropePositionsAfterImagesStayExactThroughThePrefixCache) {
     testing::ScratchDir scratch("iris_scheduler_vl");
-    testing::TinyModelSpec spec;
-    spec.arch = "qwen2vl";
-    spec.vocab = 288;
-    spec.withTokenizer = true;
-    spec.withVisionTokens = true;
-    spec.weightScale = 0.5f;
-    spec.seed = 5;
+    const testing::TinyModelSpec spec = testing::tinyQwen2VlSpec();
     testing::TinyMmprojOptions projector;
     projector.projection = 64;
     ModelFiles setup;
@@ -355,13 +349,7 @@ private:
 // Both answers are still the one-session engine's.
 TEST(SchedulerImages, TheTowerRunsAStageAtATimeWhileOtherSequencesDecode) {
     testing::ScratchDir scratch("iris_scheduler_stages");
-    testing::TinyModelSpec spec;
-    spec.arch = "qwen2vl";
-    spec.vocab = 288;
-    spec.withTokenizer = true;
-    spec.withVisionTokens = true;
-    spec.weightScale = 0.5f;
-    spec.seed = 5;
+    const testing::TinyModelSpec spec = testing::tinyQwen2VlSpec();
     testing::TinyMmprojOptions projector;
     projector.projection = 64;
     ModelFiles setup;
@@ -420,13 +408,7 @@ TEST(SchedulerImages, TheTowerRunsAStageAtATimeWhileOtherSequencesDecode) {
 // tokens are still the one-session engine's, and each image is encoded once.
 TEST(SchedulerImages, PreemptedImageRequestsGiveTheSameTokens) {
     testing::ScratchDir scratch("iris_scheduler_vl_preempt");
-    testing::TinyModelSpec spec;
-    spec.arch = "qwen2vl";
-    spec.vocab = 288;
-    spec.withTokenizer = true;
-    spec.withVisionTokens = true;
-    spec.weightScale = 0.5f;
-    spec.seed = 5;
+    const testing::TinyModelSpec spec = testing::tinyQwen2VlSpec();
     testing::TinyMmprojOptions projector;
     projector.projection = 64;
     ModelFiles setup;

@@ -35,13 +35,7 @@ ServeFixture::~ServeFixture() {
 }
 
 void ServeFixture::useVisionModel() {
-    inference::testing::TinyModelSpec spec;
-    spec.arch = "qwen2vl";
-    spec.vocab = 288;
-    spec.withTokenizer = true;
-    spec.withVisionTokens = true;
-    spec.weightScale = 0.5f;
-    spec.seed = 5;
+    const inference::testing::TinyModelSpec spec = inference::testing::tinyQwen2VlSpec();
     modelPath = m_scratch.write("tiny-vl.gguf", inference::testing::makeTinyModel(spec));
     inference::testing::TinyMmprojOptions projector;
     projector.projection = 64;

@@ -266,13 +266,7 @@ std::string asJsonText(const std::string& text) {
 class SharedEngineTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        inference::testing::TinyModelSpec spec;
-        spec.arch = "qwen2vl";
-        spec.vocab = 288;
-        spec.withTokenizer = true;
-        spec.withVisionTokens = true;
-        spec.weightScale = 0.5f;
-        spec.seed = 5;
+        const inference::testing::TinyModelSpec spec = inference::testing::tinyQwen2VlSpec();
         m_model = m_scratch.write("tiny-vl.gguf", inference::testing::makeTinyModel(spec));
         inference::testing::TinyMmprojOptions projector;
         projector.projection = 64;

@@ -51,6 +51,17 @@ private:
 
 }  // namespace
 
+TinyModelSpec tinyQwen2VlSpec() {
+    TinyModelSpec spec;
+    spec.arch = "qwen2vl";
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.withVisionTokens = true;
+    spec.weightScale = 0.5f;
+    spec.seed = 5;
+    return spec;
+}
+
 std::vector<std::byte> makeTinyModel(const TinyModelSpec& s) {
     GgufWriter w;
     const std::string a = s.arch;

@@ -46,6 +46,10 @@ inline constexpr std::int32_t kTinyVisionStart = 259, kTinyVisionEnd = 260, kTin
 // The serialized GGUF file. Weights are random normal * weightScale, quantised to weightType.
 std::vector<std::byte> makeTinyModel(const TinyModelSpec& spec);
 
+// The Qwen2-VL-shaped model the image tests share: byte vocabulary of 288 with the tokenizer and
+// the vision tokens, weights scaled by 0.5, seed 5 (pair it with makeTinyMmproj).
+TinyModelSpec tinyQwen2VlSpec();
+
 // Float64 forward pass of the file's model over `tokens` with the given positions
 // (positions[i] = (t, h, w, e)); returns vocab logits for every token, row-major.
 std::vector<double> referenceLogits(const GgufFile& file, const std::vector<std::int32_t>& tokens,

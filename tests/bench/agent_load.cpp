@@ -179,7 +179,8 @@ public:
         for (int turn = 0; turn < m_options.turns; ++turn) {
             m_history.push_back(
                 {{"role", "user"},
-                 {"content", agentObservation(m_index, turn, m_options.observationTokens)}});
+                 {"content",
+                  agentObservation(m_index, turn, m_options.observationTokens, m_options.seed)}});
             RequestRecord& record = records.emplace_back();
             record.session = m_index;
             record.turn = turn;
@@ -336,7 +337,7 @@ Result<int> intArgument(const std::string& flag, const std::string& value, int m
 constexpr const char* kUsage =
     "usage: iris_agent_load --endpoint http://HOST:PORT/v1 [--model NAME] [--api-key-env VAR]\n"
     "         [--sessions 4] [--turns 6] [--system-tokens 1500] [--observation-tokens 300]\n"
-    "         [--max-tokens 32] [--timeout 600] [--json]\n";
+    "         [--max-tokens 32] [--seed 0] [--timeout 600] [--json]\n";
 
 }  // namespace
 
@@ -361,10 +362,10 @@ std::string agentSystemPrompt(int approxTokens) {
     return text + rules;
 }
 
-std::string agentObservation(int session, int turn, int approxTokens) {
+std::string agentObservation(int session, int turn, int approxTokens, int seed) {
     const auto target = static_cast<std::size_t>(std::max(approxTokens, 0)) * kCharsPerToken;
     Random random((static_cast<std::uint64_t>(session) << 32) ^ static_cast<std::uint64_t>(turn) ^
-                  0xa9e47ULL);
+                  0xa9e47ULL ^ (static_cast<std::uint64_t>(seed) * 0x9e3779b97f4a7c15ULL));
     std::ostringstream text;
     text << "Observation after step " << turn + 1 << ". " << sentence(random, 12) << "\n"
          << "Accessibility tree of the focused window:\n";
@@ -563,6 +564,7 @@ std::string reportJson(const AgentLoadOptions& options, const AgentLoadReport& r
         {"turns", options.turns},
         {"system_tokens", options.systemTokens},
         {"observation_tokens", options.observationTokens},
+        {"seed", options.seed},
         {"max_tokens", options.maxTokens},
         {"wall_s", report.wall},
         {"requests", report.requests},
@@ -622,6 +624,8 @@ int agentLoadMain(const std::vector<std::string>& args, std::ostream& out, std::
             if ((number = intArgument(flag, value, 0))) options.systemTokens = *number;
         } else if (flag == "--observation-tokens") {
             if ((number = intArgument(flag, value, 0))) options.observationTokens = *number;
+        } else if (flag == "--seed") {
+            if ((number = intArgument(flag, value, 0))) options.seed = *number;
         } else if (flag == "--max-tokens") {
             if ((number = intArgument(flag, value, 1))) options.maxTokens = *number;
         } else if (flag == "--timeout") {

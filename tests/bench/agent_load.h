@@ -36,6 +36,9 @@ struct AgentLoadOptions {
     int systemTokens = 1500;      // the shared system prompt, approximate
     int observationTokens = 300;  // each turn's new user message, approximate
     int maxTokens = 32;
+    // Varies the observations (not the system prompt): a second run against a server that keeps
+    // its prefix cache (or its KV disk tier) then shares only the system prompt with the first.
+    int seed = 0;
     int requestTimeoutSeconds = 600;
 };
 
@@ -80,7 +83,7 @@ struct AgentLoadReport {
 // The deterministic workload. The system prompt is the same for every session; an observation
 // depends on (session, turn), so sessions share nothing after the system prompt.
 std::string agentSystemPrompt(int approxTokens);
-std::string agentObservation(int session, int turn, int approxTokens);
+std::string agentObservation(int session, int turn, int approxTokens, int seed = 0);
 
 // InvalidArgument, saying what is wrong, unless `url` is http:// or https:// with a host and no
 // query or fragment.

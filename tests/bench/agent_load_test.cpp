@@ -165,6 +165,8 @@ TEST(AgentLoadWorkload, SharesTheSystemPromptAndVariesObservationsBySessionAndTu
     EXPECT_EQ(agentObservation(1, 2, 300), agentObservation(1, 2, 300));
     EXPECT_NE(agentObservation(0, 2, 300), agentObservation(1, 2, 300));
     EXPECT_NE(agentObservation(1, 1, 300), agentObservation(1, 2, 300));
+    EXPECT_EQ(agentObservation(1, 2, 300, 0), agentObservation(1, 2, 300));
+    EXPECT_NE(agentObservation(1, 2, 300, 1), agentObservation(1, 2, 300));
     EXPECT_GE(agentObservation(1, 2, 300).size(), 300u * iris::bench::kCharsPerToken);
     EXPECT_LE(agentObservation(1, 2, 300).size(), 330u * iris::bench::kCharsPerToken);
 }

@@ -81,53 +81,35 @@ typename V::Reg softmaxLanes(float* s, std::ptrdiff_t stride, std::int64_t longe
     return V::div(V::broadcast(1.0f), sum);
 }
 
-// Up to N x V::kWidth rows of KV head g, a lane per row, N vectors of lanes side by side. Both
-// products run with the rows in lanes, as small matrix products blocked in registers:
-//   scores: the queries transposed (dimension-major, qt), each widened K value broadcast and
-//           multiplied into the N query vectors of its dimension, 4 keys at a time;
-//   output: transposed too (ot, dimension-major), each widened V value broadcast and multiplied
-//           into the N weight vectors of its key, V::kValueDims dimensions at a time.
-// Every lane sums in dimension order for a score and in key order (one chain) for an output
-// value, on its own: a row's bits do not depend on the other rows, their number, or N.
-// scratch: see attendRowsScratch.
+// Rows [t0, t0 + n) of K or V (`base`) for KV head g, widened to f32 into `to` (n x d floats).
+template <class V>
+void widenRows(const PagedKv& kv, int g, const void* base, std::int64_t t0, int n, float* to) {
+    constexpr int W = V::kWidth;
+    const int d = kv.headDim, full = d / W * W;
+    const bool f16 = kv.type == TensorType::F16;
+    for (int k = 0; k < n; ++k) {
+        const std::int64_t t = t0 + k, block = kv.blockTable[t / kv.blockSize];
+        const std::int64_t e = ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
+        float* row = to + std::int64_t(k) * d;
+        for (int i = 0; i < full; i += W)
+            V::store(row + i, loadChunk<V>(base, e, i, f16));
+        for (int i = full; i < d; ++i)
+            row[i] = loadScalar<V>(base, e, i, f16);
+    }
+}
+
+// s[t] = the N x W lanes' q . K[t] for the first `longest` keys: each widened K value broadcast
+// and multiplied into the N query vectors of its dimension (qt, dimension-major), 4 keys at a
+// time (the block's tail one at a time, summing the same way: in dimension order).
 template <class V, int N>
-void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
-                 float* scratch) {
-    constexpr int W = V::kWidth, L = N * W, D = V::kValueDims;
+void scoreKeys(const float* qt, const PagedKv& kv, int g, std::int64_t longest, float* widened,
+               float* s) {
+    constexpr int W = V::kWidth, L = N * W;
     using Reg = typename V::Reg;
     const int d = kv.headDim;
-    const bool f16 = kv.type == TensorType::F16;
-    const int full = d / W * W;
-    const auto element = [&](std::int64_t t) {
-        const std::int64_t block = kv.blockTable[t / kv.blockSize];
-        return ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
-    };
-    // Widens rows [t0, t0 + n) of K or V into `to` (n x d floats).
-    const auto widen = [&](const void* base, std::int64_t t0, int n, float* to) {
-        for (int k = 0; k < n; ++k) {
-            const std::int64_t e = element(t0 + k);
-            float* row = to + std::int64_t(k) * d;
-            for (int i = 0; i < full; i += W)
-                V::store(row + i, loadChunk<V>(base, e, i, f16));
-            for (int i = full; i < d; ++i)
-                row[i] = loadScalar<V>(base, e, i, f16);
-        }
-    };
-    std::int64_t longest = 0;
-    for (int r = 0; r < count; ++r)
-        longest = std::max(longest, rows[r].length);
-    float* qt = scratch;                                  // d x L
-    float* ot = qt + std::int64_t(d) * kAttendTile;       // d x L
-    float* widened = ot + std::int64_t(d) * kAttendTile;  // kKeyBlock x d
-    float* s = widened + std::int64_t(d) * kKeyBlock;     // longest x L
-    for (int i = 0; i < d; ++i)
-        for (int r = 0; r < L; ++r)
-            qt[i * L + r] = r < count ? rows[r].q[i] : 0.0f;
-
-    // Scores, 4 keys at a time (the block's tail one at a time, summing the same way).
     for (std::int64_t t0 = 0; t0 < longest; t0 += kKeyBlock) {
         const int keys = int(std::min<std::int64_t>(kKeyBlock, longest - t0));
-        widen(kv.keys, t0, keys, widened);
+        widenRows<V>(kv, g, kv.keys, t0, keys, widened);
         int k = 0;
         for (; k + 4 <= keys; k += 4) {
             Reg acc[4][N];
@@ -161,18 +143,22 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
                 V::store(s + (t0 + k) * L + v * W, acc[v]);
         }
     }
-    Reg inverse[N];
-    for (int v = 0; v < N; ++v)
-        inverse[v] = softmaxLanes<V>(s + v * W, L, longest, rows + v * W,
-                                     std::clamp(count - v * W, 0, W), scale);
+}
 
-    // ot[i] = sum over keys t of e[t] V[t][i], D dimensions at a time.
+// ot[i] = sum over the first `longest` keys t of s[t] V[t][i], the rows in lanes (ot
+// dimension-major): each widened V value broadcast and multiplied into the N weight vectors of
+// its key, V::kValueDims dimensions at a time, each lane summing in key order (one chain).
+template <class V, int N>
+void weighValues(const float* s, const PagedKv& kv, int g, std::int64_t longest, float* widened,
+                 float* ot) {
+    constexpr int W = V::kWidth, L = N * W, D = V::kValueDims;
+    using Reg = typename V::Reg;
+    const int d = kv.headDim, blocked = d / D * D;
     for (int i = 0; i < d * L; i += W)
         V::store(ot + i, V::zero());
-    const int blocked = d / D * D;
     for (std::int64_t t0 = 0; t0 < longest; t0 += kKeyBlock) {
         const int keys = int(std::min<std::int64_t>(kKeyBlock, longest - t0));
-        widen(kv.values, t0, keys, widened);
+        widenRows<V>(kv, g, kv.values, t0, keys, widened);
         for (int i0 = 0; i0 < blocked; i0 += D) {
             Reg acc[D][N];
             for (int j = 0; j < D; ++j)
@@ -202,6 +188,34 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
             }
         }
     }
+}
+
+// Up to N x V::kWidth rows of KV head g, a lane per row, N vectors of lanes side by side: the
+// scores and the weighted sum of values as small matrix products blocked in registers
+// (scoreKeys, weighValues), the softmax per lane in between. Every lane sums in dimension order
+// for a score and in key order for an output value, on its own: a row's bits do not depend on
+// the other rows, their number, or N. scratch: see attendRowsScratch.
+template <class V, int N>
+void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
+                 float* scratch) {
+    constexpr int W = V::kWidth, L = N * W;
+    const int d = kv.headDim;
+    std::int64_t longest = 0;
+    for (int r = 0; r < count; ++r)
+        longest = std::max(longest, rows[r].length);
+    float* qt = scratch;                                  // d x L
+    float* ot = qt + std::int64_t(d) * kAttendTile;       // d x L
+    float* widened = ot + std::int64_t(d) * kAttendTile;  // kKeyBlock x d
+    float* s = widened + std::int64_t(d) * kKeyBlock;     // longest x L
+    for (int i = 0; i < d; ++i)
+        for (int r = 0; r < L; ++r)
+            qt[i * L + r] = r < count ? rows[r].q[i] : 0.0f;
+    scoreKeys<V, N>(qt, kv, g, longest, widened, s);
+    typename V::Reg inverse[N];
+    for (int v = 0; v < N; ++v)
+        inverse[v] = softmaxLanes<V>(s + v * W, L, longest, rows + v * W,
+                                     std::clamp(count - v * W, 0, W), scale);
+    weighValues<V, N>(s, kv, g, longest, widened, ot);
     for (int i = 0; i < d; ++i)
         for (int v = 0; v < N; ++v)
             V::store(ot + i * L + v * W, V::mul(V::load(ot + i * L + v * W), inverse[v]));

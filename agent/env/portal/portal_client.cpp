@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <QCoreApplication>
@@ -60,10 +61,11 @@ Status FileRestoreTokenStore::save(const std::string& token) {
     std::error_code error;
     std::filesystem::create_directories(m_path.parent_path(), error);
     // The token lets Iris control the desktop without asking: readable by the user alone.
+    // fchmod too: a file that existed keeps its old mode through open().
     const int fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     const std::string line = token + "\n";
-    const bool written =
-        fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    const bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                         ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
     if (fd >= 0) ::close(fd);
     if (!written)
         return Status::ioError(m_path.string() + ": cannot write the portal restore token");

@@ -91,6 +91,17 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
     return spec;
 }
 
+namespace {
+
+// A made environment of any kind as the interface, or why it could not be made.
+template <class Made>
+Result<std::unique_ptr<agent::Environment>> asEnvironment(Result<std::unique_ptr<Made>> made) {
+    if (!made) return made.status();
+    return std::unique_ptr<agent::Environment>(std::move(*made));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpec& spec) {
     switch (spec.kind) {
         case EnvironmentSpec::Kind::WebProject:
@@ -101,8 +112,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
             options.viewportHeight = spec.height;
             Result<std::unique_ptr<agent::BrowserEnvironment>> browser =
                 agent::BrowserEnvironment::create(options);
-            if (!browser) return browser.status();
-            return std::unique_ptr<agent::Environment>(std::move(*browser));
+            return asEnvironment(std::move(browser));
         }
         case EnvironmentSpec::Kind::Desktop:
         case EnvironmentSpec::Kind::PrivateDesktop: {
@@ -116,8 +126,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 static agent::FileRestoreTokenStore tokens(portalRestoreTokenPath());
                 Result<std::unique_ptr<agent::PortalEnvironment>> desktop =
                     agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens);
-                if (!desktop) return desktop.status();
-                return std::unique_ptr<agent::Environment>(std::move(*desktop));
+                return asEnvironment(std::move(desktop));
             }
             if (protocol == EnvironmentSpec::Protocol::Wayland) {
                 agent::WaylandDesktopOptions options;
@@ -126,8 +135,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 options.height = spec.height;
                 Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> desktop =
                     agent::WaylandDesktopEnvironment::create(options);
-                if (!desktop) return desktop.status();
-                return std::unique_ptr<agent::Environment>(std::move(*desktop));
+                return asEnvironment(std::move(desktop));
             }
             agent::DesktopOptions options;
             options.privateDisplay = isPrivate;
@@ -135,8 +143,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
             options.height = spec.height;
             Result<std::unique_ptr<agent::DesktopEnvironment>> desktop =
                 agent::DesktopEnvironment::create(options);
-            if (!desktop) return desktop.status();
-            return std::unique_ptr<agent::Environment>(std::move(*desktop));
+            return asEnvironment(std::move(desktop));
         }
     }
     return Status::internal("unknown environment kind");

@@ -13,10 +13,14 @@ if(NOT _iris_cuda STREQUAL "OFF")
     check_language(CUDA)
     if(CMAKE_CUDA_COMPILER)
         set(CMAKE_CUDA_ARCHITECTURES "${IRIS_CUDA_ARCHITECTURES}")
-        # CMake 3.25 knows no C++20 flag for nvcc; the kernels need C++17 only.
-        set(CMAKE_CUDA_STANDARD 17)
-        set(CMAKE_CUDA_STANDARD_REQUIRED ON)
         enable_language(CUDA)
+        # C++20 as everywhere in Iris (the kernels share headers such as the quantisation
+        # blocks with the CPU code). CMake 3.25 does not know nvcc's C++20 flag (nvcc 12+ has
+        # it), so it is told here.
+        set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+        set(CMAKE_CUDA_STANDARD 20)
+        set(CMAKE_CUDA_STANDARD_REQUIRED ON)
         find_package(CUDAToolkit REQUIRED)
         set(IRIS_HAVE_CUDA ON)
         message(STATUS "Iris: CUDA kernels ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "

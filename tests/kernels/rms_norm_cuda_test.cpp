@@ -6,37 +6,14 @@
 
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cuda/rms_norm.cuh"
+#include "tests/kernels/cuda_test_support.h"
 
 namespace iris::kernels {
 namespace {
 
-// Owns a device buffer of floats.
-class DeviceBuffer {
-public:
-    explicit DeviceBuffer(std::size_t count) {
-        if (cudaMalloc(&m_data, count * sizeof(float)) != cudaSuccess) m_data = nullptr;
-    }
-    ~DeviceBuffer() { cudaFree(m_data); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    float* get() const { return static_cast<float*>(m_data); }
+using cuda_test::DeviceBuffer;
 
-private:
-    void* m_data = nullptr;
-};
-
-class RmsNormCuda : public ::testing::Test {
-protected:
-    void SetUp() override {
-        int count = 0;
-        const cudaError_t err = cudaGetDeviceCount(&count);
-        if (err != cudaSuccess || count == 0) {
-            GTEST_SKIP() << "no CUDA device here ("
-                         << (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices")
-                         << "); the CUDA kernel was compiled but not run";
-        }
-    }
-};
+class RmsNormCuda : public cuda_test::CudaTest {};
 
 // Runs the CUDA kernel on random rows and compares with the CPU scalar reference.
 void checkAgainstReference(std::int64_t rows, std::int64_t cols, std::ptrdiff_t stride,
@@ -52,13 +29,13 @@ void checkAgainstReference(std::int64_t rows, std::int64_t cols, std::ptrdiff_t 
     std::vector<float> want(x.size(), 0.0f);
     cpu::rmsNormScalar(x.data(), stride, w.data(), want.data(), stride, rows, cols, 1e-6f);
 
-    DeviceBuffer dx(x.size()), dw(w.size()), dy(x.size());
-    ASSERT_NE(dx.get(), nullptr);
-    ASSERT_EQ(cudaMemcpy(dx.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(dw.get(), w.data(), w.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(dy.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    float* out = inPlace ? dx.get() : dy.get();
-    ASSERT_EQ(cuda::rmsNorm(dx.get(), stride, dw.get(), out, stride, rows, cols, 1e-6f, nullptr),
+    DeviceBuffer dx(x.size() * 4), dw(w.size() * 4), dy(x.size() * 4);
+    ASSERT_NE(dx.floats(), nullptr);
+    ASSERT_EQ(cudaMemcpy(dx.floats(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dw.floats(), w.data(), w.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dy.floats(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    float* out = inPlace ? dx.floats() : dy.floats();
+    ASSERT_EQ(cuda::rmsNorm(dx.floats(), stride, dw.floats(), out, stride, rows, cols, 1e-6f, nullptr),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> got(x.size());

@@ -1,0 +1,154 @@
+// Decode products on the GPU as a fraction of its memory bandwidth, both measured in this run.
+//
+//   iris_cuda_bench [--repeat N]
+//
+// A decode step reads every weight once, so its speed limit is the bandwidth: the program first
+// times a large device-to-device copy (bytes read plus written per second), then each product of
+// a Qwen2.5-VL-7B-shaped layer (hidden 3584, MLP 18944) for several weight types and 1 or 4
+// activation rows, and prints the weight bytes read per second and that rate over the copy's.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/matmul_decode.cuh"
+#include "kernels/quant.h"
+#include "kernels/tensor_type.h"
+
+namespace {
+
+using iris::kernels::TensorType;
+namespace cuda = iris::kernels::cuda;
+
+void check(cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return;
+    std::fprintf(stderr, "iris_cuda_bench: %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+}
+
+// Milliseconds per call of `body`, the median of `repeat` timed calls after two warm-ups.
+template <class Body>
+double medianMilliseconds(int repeat, Body&& body) {
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    for (int i = 0; i < 2; ++i)
+        body();
+    std::vector<double> times;
+    for (int i = 0; i < repeat; ++i) {
+        check(cudaEventRecord(start), "cudaEventRecord");
+        body();
+        check(cudaEventRecord(stop), "cudaEventRecord");
+        check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+        float ms = 0.0f;
+        check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+        times.push_back(ms);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::nth_element(times.begin(), times.begin() + repeat / 2, times.end());
+    return times[std::size_t(repeat / 2)];
+}
+
+// Bytes read plus written per second by a 2 GiB device-to-device copy.
+double copyBandwidth(int repeat) {
+    const std::size_t bytes = std::size_t(2) << 30;
+    void *a = nullptr, *b = nullptr;
+    check(cudaMalloc(&a, bytes), "cudaMalloc (copy source)");
+    check(cudaMalloc(&b, bytes), "cudaMalloc (copy target)");
+    check(cudaMemset(a, 1, bytes), "cudaMemset");
+    const double ms = medianMilliseconds(repeat, [&] {
+        check(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync");
+    });
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * double(bytes) / (ms * 1e-3);
+}
+
+// n rows of k values of `type`: 64 distinct quantised random rows, repeated (the values do not
+// change the speed, only realistic scales keep the arithmetic free of infinities).
+std::vector<std::uint8_t> weightRows(TensorType type, std::int64_t n, std::int64_t k) {
+    const auto& info = iris::kernels::tensorTypeInfo(type);
+    const std::int64_t rowBytes = k / info.blockElements * info.blockBytes;
+    std::vector<std::uint8_t> rows(std::size_t(n * rowBytes));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> values(static_cast<std::size_t>(k));
+    for (std::int64_t r = 0; r < std::min<std::int64_t>(n, 64); ++r) {
+        for (float& v : values)
+            v = normal(rng);
+        iris::kernels::quantizeRow(type, values.data(), &rows[std::size_t(r * rowBytes)], k);
+    }
+    for (std::int64_t r = 64; r < n; ++r)
+        std::memcpy(&rows[std::size_t(r * rowBytes)], &rows[std::size_t((r % 64) * rowBytes)],
+                    std::size_t(rowBytes));
+    return rows;
+}
+
+struct Shape {
+    const char* name;
+    std::int64_t n, k;
+};
+
+void benchProduct(TensorType type, const Shape& shape, std::int64_t m, int repeat,
+                  double bandwidth) {
+    const std::vector<std::uint8_t> host = weightRows(type, shape.n, shape.k);
+    void *w = nullptr, *x = nullptr, *y = nullptr, *scratch = nullptr;
+    check(cudaMalloc(&w, host.size()), "cudaMalloc (weights)");
+    check(cudaMemcpy(w, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMalloc(&x, std::size_t(m * shape.k) * 4), "cudaMalloc (activations)");
+    check(cudaMemset(x, 0, std::size_t(m * shape.k) * 4), "cudaMemset");
+    check(cudaMalloc(&y, std::size_t(m * shape.n) * 4), "cudaMalloc (outputs)");
+    check(cudaMalloc(&scratch, std::size_t(std::max<std::int64_t>(
+                                   cuda::decodeScratchBytes(type, m, shape.k), 4))),
+          "cudaMalloc (scratch)");
+    const double ms = medianMilliseconds(repeat, [&] {
+        check(cuda::matmulDecode(type, w, shape.n, shape.k, static_cast<float*>(x), shape.k, m,
+                                 static_cast<float*>(y), shape.n, scratch, nullptr),
+              "matmulDecode");
+    });
+    const double rate = double(host.size()) / (ms * 1e-3);
+    std::printf("%-6s %-9s %5lld x %-5lld m=%lld  %8.1f us  %7.1f GB/s  %5.1f%% of copy\n",
+                std::string(iris::kernels::tensorTypeInfo(type).name).c_str(), shape.name,
+                static_cast<long long>(shape.n), static_cast<long long>(shape.k),
+                static_cast<long long>(m), ms * 1e3, rate / 1e9, 100.0 * rate / bandwidth);
+    cudaFree(w);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(scratch);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int repeat = 20;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+            repeat = std::max(1, std::atoi(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: iris_cuda_bench [--repeat N]\n");
+            return 2;
+        }
+    }
+    int device = 0;
+    cudaDeviceProp props{};
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+    const double bandwidth = copyBandwidth(repeat);
+    std::printf("device: %s (sm_%d%d, %d SMs), device-to-device copy %.0f GB/s (read + write)\n",
+                props.name, props.major, props.minor, props.multiProcessorCount, bandwidth / 1e9);
+    const Shape shapes[] = {{"attn_qkv", 4608, 3584}, {"ffn_up", 18944, 3584},
+                            {"ffn_down", 3584, 18944}};
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0,
+                            TensorType::Q4_0, TensorType::F16, TensorType::BF16}) {
+        for (const Shape& shape : shapes)
+            for (std::int64_t m : {1, 4})
+                benchProduct(type, shape, m, repeat, bandwidth);
+    }
+    return 0;
+}

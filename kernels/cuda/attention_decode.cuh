@@ -1,0 +1,38 @@
+#pragma once
+// CUDA decode attention over the paged KV cache: one query token per sequence, any number of
+// sequences (a decode step of the serving engine), grouped-query heads, on device pointers.
+//
+//   out[s, h] = sum_{t < lengths[s]} softmax_t(scale * q[s, h] . K_s[t, g]) V_s[t, g],
+//   g = h / (heads / kvHeads)
+//
+// K and V are laid out as kernels/attention.h's PagedKv says (the pointers in device memory),
+// sequence s's block table at blockTables + s * tableStride. Long contexts are split into chunks
+// of kDecodeChunk tokens that run in parallel, each leaving its maximum score, its sum of
+// exponentials and its unnormalised output, and a second kernel combines the chunks
+// (FlashDecoding): one sequence at 128k tokens still fills the GPU.
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/attention.h"
+
+namespace iris::kernels::cuda {
+
+inline constexpr int kDecodeChunk = 256;
+
+// Device scratch for attendDecode: the chunks' partial results for `seqs` sequences of at most
+// `maxLength` tokens.
+std::int64_t attendDecodeScratchBytes(int seqs, int heads, int headDim, std::int64_t maxLength);
+
+// As above. q, out: (seqs, heads, headDim) f32; lengths: seqs int32 (each <= maxLength; a
+// sequence of length 0 gets zeros). kv.type F16 or F32, kv.headDim <= 256 and a multiple of 32,
+// heads a multiple of kv.kvHeads with at most 16 query heads per KV head. Returns
+// cudaErrorInvalidValue for anything else, else the launches' error. Asynchronous.
+cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
+                         std::ptrdiff_t tableStride, const std::int32_t* lengths,
+                         std::int64_t maxLength, float scale, float* out, void* scratch,
+                         cudaStream_t stream);
+
+}  // namespace iris::kernels::cuda

@@ -69,8 +69,7 @@ __global__ void embeddingKernel(const std::uint8_t* __restrict__ table, std::int
                                 std::int64_t rowBytes, std::int64_t width,
                                 const std::int32_t* __restrict__ ids, std::int64_t count,
                                 float* out, std::ptrdiff_t outStride) {
-    constexpr bool kFloat =
-        kType == TensorType::F32 || kType == TensorType::F16 || kType == TensorType::BF16;
+    constexpr bool kFloat = isFloatType(kType);
     const std::int64_t perRow = kFloat ? width : width / 32;
     for (std::int64_t item = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
          item < count * perRow; item += std::int64_t(gridDim.x) * blockDim.x) {
@@ -80,26 +79,11 @@ __global__ void embeddingKernel(const std::uint8_t* __restrict__ table, std::int
         const std::uint8_t* row = table + std::int64_t(id) * rowBytes;
         const bool inside = id >= 0 && id < rows;
         if constexpr (kFloat) {
-            float v = 0.0f;
-            if (inside) {
-                if constexpr (kType == TensorType::F32) v = reinterpret_cast<const float*>(row)[u];
-                if constexpr (kType == TensorType::F16) v = halfAt(row + 2 * u);
-                if constexpr (kType == TensorType::BF16)
-                    v = __uint_as_float(
-                        std::uint32_t(reinterpret_cast<const unsigned short*>(row)[u]) << 16);
-            }
-            o[u] = v;
+            o[u] = inside ? floatAt<kType>(row, u) : 0.0f;
         } else {
-            if (!inside) {
-                for (int j = 0; j < 32; ++j)
-                    o[u * 32 + j] = 0.0f;
-                continue;
-            }
-            const Unit32 unit = loadUnit<kType>(row, u);
-            for (int j = 0; j < 32; ++j) {
-                const int q = static_cast<signed char>((unit.q[j / 4] >> (8 * (j % 4))) & 0xFF);
-                o[u * 32 + j] = (j < 16 ? unit.scaleLo : unit.scaleHi) * float(q) + unit.offset;
-            }
+            const Unit32 unit = inside ? loadUnit<kType>(row, u) : Unit32{};
+            for (int j = 0; j < 32; ++j)
+                o[u * 32 + j] = inside ? unitValue(unit, j) : 0.0f;
         }
     }
 }

@@ -101,14 +101,6 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
 
 // ---- float weights --------------------------------------------------------------------------
 
-template <TensorType kType>
-__device__ float floatAt(const std::uint8_t* row, std::int64_t j) {
-    if constexpr (kType == TensorType::F32) return reinterpret_cast<const float*>(row)[j];
-    const unsigned short h = reinterpret_cast<const unsigned short*>(row)[j];
-    if constexpr (kType == TensorType::F16) return __half2float(__ushort_as_half(h));
-    return __uint_as_float(std::uint32_t(h) << 16);  // bf16
-}
-
 // Two 16-bit floats packed in a word, in memory order.
 template <TensorType kType>
 __device__ float2 unpackPair(std::uint32_t v) {
@@ -189,10 +181,6 @@ cudaError_t withRowCount(std::int64_t m, F&& f) {
     return f(std::integral_constant<int, 8>{});
 }
 
-constexpr bool isFloat(TensorType type) {
-    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
-}
-
 bool aligned(const void* p, std::uintptr_t bytes) {
     return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
@@ -218,7 +206,7 @@ bool decodeSupports(TensorType weightType) {
 }
 
 std::int64_t decodeScratchBytes(TensorType weightType, std::int64_t m, std::int64_t k) {
-    if (isFloat(weightType)) return 0;
+    if (isFloatType(weightType)) return 0;
     return m * (k / kUnit) * std::int64_t(sizeof(BlockQ8Act));
 }
 
@@ -228,7 +216,7 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
     if (!decodeSupports(weightType) || m < 1 || m > kMaxDecodeRows || n < 0 || k < 0)
         return cudaErrorInvalidValue;
     const TensorTypeInfo& info = tensorTypeInfo(weightType);
-    if (k % info.blockElements != 0 || (!isFloat(weightType) && k % kUnit != 0))
+    if (k % info.blockElements != 0 || (!isFloatType(weightType) && k % kUnit != 0))
         return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     if (y == nullptr || (m > 1 && yStride < n)) return cudaErrorInvalidValue;
@@ -240,12 +228,12 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
     const unsigned grid = gridFor(n);
     const int rows = int(m);
 
-    if (isFloat(weightType)) {
+    if (isFloatType(weightType)) {
         const bool vec = k % 8 == 0 && rowBytes % 16 == 0 && xStride % 4 == 0 && aligned(w, 16) &&
                          aligned(x, 16);
         return withDeviceType(weightType, [&](auto type) {
             constexpr TensorType kType = decltype(type)::value;
-            if constexpr (!isFloat(kType)) {
+            if constexpr (!isFloatType(kType)) {
                 return cudaErrorInvalidValue;
             } else {
                 return withRowCount(m, [&](auto count) {
@@ -272,7 +260,7 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
         return err;
     return withDeviceType(weightType, [&](auto type) {
         constexpr TensorType kType = decltype(type)::value;
-        if constexpr (isFloat(kType)) {
+        if constexpr (isFloatType(kType)) {
             return cudaErrorInvalidValue;
         } else {
             return withRowCount(m, [&](auto count) {

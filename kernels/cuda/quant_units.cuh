@@ -121,6 +121,25 @@ __device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
     return unit;
 }
 
+// Weight v (0..31) of a unit as a float.
+__device__ inline float unitValue(const Unit32& unit, int v) {
+    const int q = static_cast<signed char>((unit.q[v / 4] >> (8 * (v % 4))) & 0xFF);
+    return (v < 16 ? unit.scaleLo : unit.scaleHi) * float(q) + unit.offset;
+}
+
+// Value j of a row of f32, f16 or bf16 values.
+template <TensorType kType>
+__device__ float floatAt(const std::uint8_t* row, std::int64_t j) {
+    if constexpr (kType == TensorType::F32) return reinterpret_cast<const float*>(row)[j];
+    const unsigned short h = reinterpret_cast<const unsigned short*>(row)[j];
+    if constexpr (kType == TensorType::F16) return __half2float(__ushort_as_half(h));
+    return __uint_as_float(std::uint32_t(h) << 16);  // bf16
+}
+
+constexpr bool isFloatType(TensorType type) {
+    return type == TensorType::F32 || type == TensorType::F16 || type == TensorType::BF16;
+}
+
 template <TensorType kType>
 using TypeTag = std::integral_constant<TensorType, kType>;
 

@@ -1,11 +1,13 @@
-// Decode products on the GPU as a fraction of its memory bandwidth, both measured in this run.
+// Decode products on the GPU as a fraction of its memory bandwidth, both measured in this run,
+// and the tensor-core products of a prefill chunk in TFLOP/s.
 //
 //   iris_cuda_bench [--repeat N]
 //
 // A decode step reads every weight once, so its speed limit is the bandwidth: the program first
 // times a large device-to-device copy (bytes read plus written per second), then each product of
 // a Qwen2.5-VL-7B-shaped layer (hidden 3584, MLP 18944) for several weight types and 1 or 4
-// activation rows, and prints the weight bytes read per second and that rate over the copy's.
+// activation rows, and prints the weight bytes read per second and that rate over the copy's;
+// then the same layers for a 2048-token prefill chunk (2 m n k floating-point operations each).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/matmul_decode.cuh"
+#include "kernels/cuda/matmul_prefill.cuh"
 #include "kernels/quant.h"
 #include "kernels/tensor_type.h"
 
@@ -123,6 +126,29 @@ void benchProduct(TensorType type, const Shape& shape, std::int64_t m, int repea
     cudaFree(scratch);
 }
 
+void benchPrefill(TensorType type, const Shape& shape, std::int64_t m, int repeat) {
+    const std::vector<std::uint8_t> host = weightRows(type, shape.n, shape.k);
+    void *w = nullptr, *x = nullptr, *y = nullptr;
+    check(cudaMalloc(&w, host.size()), "cudaMalloc (weights)");
+    check(cudaMemcpy(w, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMalloc(&x, std::size_t(m * shape.k) * 4), "cudaMalloc (activations)");
+    check(cudaMemset(x, 0, std::size_t(m * shape.k) * 4), "cudaMemset");
+    check(cudaMalloc(&y, std::size_t(m * shape.n) * 4), "cudaMalloc (outputs)");
+    const double ms = medianMilliseconds(repeat, [&] {
+        check(cuda::matmulPrefill(type, w, shape.n, shape.k, static_cast<float*>(x), shape.k, m,
+                                  static_cast<float*>(y), shape.n, nullptr),
+              "matmulPrefill");
+    });
+    const double flops = 2.0 * double(m) * double(shape.n) * double(shape.k);
+    std::printf("%-6s %-9s %5lld x %-5lld m=%lld  %8.1f us  %7.1f TFLOP/s\n",
+                std::string(iris::kernels::tensorTypeInfo(type).name).c_str(), shape.name,
+                static_cast<long long>(shape.n), static_cast<long long>(shape.k),
+                static_cast<long long>(m), ms * 1e3, flops / (ms * 1e-3) / 1e12);
+    cudaFree(w);
+    cudaFree(x);
+    cudaFree(y);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,5 +176,9 @@ int main(int argc, char** argv) {
             for (std::int64_t m : {1, 4})
                 benchProduct(type, shape, m, repeat, bandwidth);
     }
+    std::printf("prefill (bf16 tensor cores, f32 sums):\n");
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::BF16})
+        for (const Shape& shape : shapes)
+            benchPrefill(type, shape, 2048, std::max(3, repeat / 4));
     return 0;
 }

@@ -40,6 +40,16 @@ struct Partials {
     int chunks;
 };
 
+// Which tokens a (sequence, KV head) attends to. Dense: positions [0, length). Selected
+// (MiniMax sparse attention): the blocks listed for it, ascending, each of blockSize positions,
+// walked as one virtual run of count * blockSize tokens; positions >= length are masked.
+struct Selection {
+    const std::int32_t* blocks = nullptr;  // [(s * kvHeads + g) * stride + i]; null: dense
+    const std::int32_t* counts = nullptr;  // [s * kvHeads + g]
+    int stride = 0;
+    int blockSize = 0;
+};
+
 // One thread block per (chunk, KV head, sequence): the whole GQA group's query heads meet each
 // K and V row once. Three phases over the chunk's tokens: scores (a warp per token, lanes along
 // the head dimension), the softmax numerators per head (a warp per head), and the weighted
@@ -49,7 +59,8 @@ __global__ void __launch_bounds__(kThreads)
     decodeChunkKernel(const float* __restrict__ q, int heads, const Kv* __restrict__ keys,
                       const Kv* __restrict__ values, const std::int32_t* __restrict__ tables,
                       std::ptrdiff_t tableStride, int blockSize, int kvHeads, int headDim,
-                      const std::int32_t* __restrict__ lengths, float scale, Partials partials) {
+                      const std::int32_t* __restrict__ lengths, float scale, Selection selection,
+                      Partials partials) {
     extern __shared__ std::int64_t shared[];
     const int chunk = blockIdx.x, kvHead = blockIdx.y, seq = blockIdx.z;
     const int group = heads / kvHeads;
@@ -58,8 +69,15 @@ __global__ void __launch_bounds__(kThreads)
     float* scores = qs + group * headDim;                             // group x kDecodeChunk
 
     const std::int64_t begin = std::int64_t(chunk) * kDecodeChunk;
-    const int count = int(min(max(std::int64_t(lengths[seq]) - begin, std::int64_t(0)),
-                              std::int64_t(kDecodeChunk)));
+    const std::int64_t length = lengths[seq];
+    const std::int32_t* chosen = nullptr;  // this (sequence, KV head)'s selected blocks
+    std::int64_t tokens = length;          // dense: the prefix; selected: the virtual run
+    if (selection.blocks != nullptr) {
+        const std::int64_t list = std::int64_t(seq) * kvHeads + kvHead;
+        chosen = selection.blocks + list * selection.stride;
+        tokens = std::int64_t(selection.counts[list]) * selection.blockSize;
+    }
+    const int count = int(min(max(tokens - begin, std::int64_t(0)), std::int64_t(kDecodeChunk)));
     const std::int64_t first = std::int64_t(seq) * heads + std::int64_t(kvHead) * group;
     if (count == 0) {
         for (int h = threadIdx.x; h < group; h += kThreads) {
@@ -76,7 +94,18 @@ __global__ void __launch_bounds__(kThreads)
     const int perLane = headDim / kWarp;
     const std::int32_t* table = tables + seq * tableStride;
     for (int t = warp; t < count; t += kWarps) {
-        const std::int64_t token = begin + t;
+        std::int64_t token = begin + t;
+        if (chosen != nullptr) {
+            const std::int64_t v = token;
+            token = std::int64_t(chosen[v / selection.blockSize]) * selection.blockSize +
+                    v % selection.blockSize;
+        }
+        if (token >= length) {  // past the query: only the last selected block has such places
+            if (lane == 0) rowOffset[t] = -1;
+            for (int h = 0; h < group && lane == 0; ++h)
+                scores[h * kDecodeChunk + t] = -INFINITY;
+            continue;
+        }
         const std::int64_t slot =
             std::int64_t(table[token / blockSize]) * blockSize + token % blockSize;
         const std::int64_t offset = (slot * kvHeads + kvHead) * headDim;
@@ -103,8 +132,8 @@ __global__ void __launch_bounds__(kThreads)
             m = fmaxf(m, row[t]);
         m = warpMax(m);
         float sum = 0.0f;
-        for (int t = lane; t < count; t += kWarp) {
-            const float e = expf(row[t] - m);
+        for (int t = lane; t < count; t += kWarp) {  // a chunk wholly masked keeps sum 0
+            const float e = row[t] == -INFINITY ? 0.0f : expf(row[t] - m);
             row[t] = e;
             sum += e;
         }
@@ -121,7 +150,7 @@ __global__ void __launch_bounds__(kThreads)
         const float* weights = scores + h * kDecodeChunk;
         float acc = 0.0f;
         for (int t = 0; t < count; ++t)
-            acc += weights[t] * toFloat(values[rowOffset[t] + d]);
+            if (rowOffset[t] >= 0) acc += weights[t] * toFloat(values[rowOffset[t] + d]);
         partials.out[((first + h) * partials.chunks + chunk) * headDim + d] = acc;
     }
 }
@@ -154,7 +183,7 @@ std::int64_t chunksFor(std::int64_t maxLength) {
 template <class Kv>
 cudaError_t launch(const float* q, int seqs, int heads, const PagedKv& kv,
                    std::ptrdiff_t tableStride, const std::int32_t* lengths, float scale,
-                   float* out, Partials partials, cudaStream_t stream) {
+                   Selection selection, float* out, Partials partials, cudaStream_t stream) {
     const int group = heads / kv.kvHeads;
     const std::size_t sharedBytes = kDecodeChunk * sizeof(std::int64_t) +
                                     std::size_t(group) * (kv.headDim + kDecodeChunk) * sizeof(float);
@@ -162,7 +191,7 @@ cudaError_t launch(const float* q, int seqs, int heads, const PagedKv& kv,
     decodeChunkKernel<Kv><<<grid, kThreads, sharedBytes, stream>>>(
         q, heads, static_cast<const Kv*>(kv.keys), static_cast<const Kv*>(kv.values),
         kv.blockTable, tableStride, kv.blockSize, kv.kvHeads, kv.headDim, lengths, scale,
-        partials);
+        selection, partials);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
     combineChunksKernel<<<unsigned(seqs) * unsigned(heads), min(kv.headDim, 256), 0, stream>>>(
         partials, kv.headDim, out);
@@ -176,29 +205,62 @@ std::int64_t attendDecodeScratchBytes(int seqs, int heads, int headDim, std::int
     return parts * (headDim + 2) * std::int64_t(sizeof(float));
 }
 
-cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
-                         std::ptrdiff_t tableStride, const std::int32_t* lengths,
-                         std::int64_t maxLength, float scale, float* out, void* scratch,
-                         cudaStream_t stream) {
+namespace {
+
+// What attendDecode and attendSelectedBlocks share: checks, scratch layout, the launches.
+// `tokens`: the most tokens one (sequence, KV head) walks.
+cudaError_t attend(const float* q, int seqs, int heads, const PagedKv& kv,
+                   std::ptrdiff_t tableStride, const std::int32_t* lengths, std::int64_t tokens,
+                   float scale, Selection selection, float* out, void* scratch,
+                   cudaStream_t stream) {
     if (seqs < 0 || heads <= 0 || kv.kvHeads <= 0 || heads % kv.kvHeads != 0 ||
         heads / kv.kvHeads > kMaxGroup || kv.headDim <= 0 || kv.headDim % kWarp != 0 ||
-        kv.headDim > kMaxHeadDim || kv.blockSize <= 0 || maxLength < 0 ||
+        kv.headDim > kMaxHeadDim || kv.blockSize <= 0 || tokens < 0 ||
         (kv.type != TensorType::F16 && kv.type != TensorType::F32))
         return cudaErrorInvalidValue;
     if (seqs == 0) return cudaSuccess;
     if (seqs > 65535 || kv.kvHeads > 65535) return cudaErrorInvalidValue;  // grid z and y
     if (q == nullptr || out == nullptr || scratch == nullptr || lengths == nullptr ||
-        (maxLength > 0 && (kv.keys == nullptr || kv.values == nullptr || kv.blockTable == nullptr)))
+        (tokens > 0 && (kv.keys == nullptr || kv.values == nullptr || kv.blockTable == nullptr)))
         return cudaErrorInvalidValue;
-    const std::int64_t chunks = chunksFor(maxLength);
+    const std::int64_t chunks = chunksFor(tokens);
     float* base = static_cast<float*>(scratch);
     const std::int64_t parts = std::int64_t(seqs) * heads * chunks;
     const Partials partials{base, base + parts * kv.headDim, base + parts * (kv.headDim + 1),
                             int(chunks)};
     if (kv.type == TensorType::F16)
-        return launch<__half>(q, seqs, heads, kv, tableStride, lengths, scale, out, partials,
-                              stream);
-    return launch<float>(q, seqs, heads, kv, tableStride, lengths, scale, out, partials, stream);
+        return launch<__half>(q, seqs, heads, kv, tableStride, lengths, scale, selection, out,
+                              partials, stream);
+    return launch<float>(q, seqs, heads, kv, tableStride, lengths, scale, selection, out,
+                         partials, stream);
+}
+
+}  // namespace
+
+cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
+                         std::ptrdiff_t tableStride, const std::int32_t* lengths,
+                         std::int64_t maxLength, float scale, float* out, void* scratch,
+                         cudaStream_t stream) {
+    return attend(q, seqs, heads, kv, tableStride, lengths, maxLength, scale, Selection{}, out,
+                  scratch, stream);
+}
+
+std::int64_t attendSelectedScratchBytes(int seqs, int heads, int headDim, int maxBlocks,
+                                        int selectionBlock) {
+    return attendDecodeScratchBytes(seqs, heads, headDim,
+                                    std::int64_t(maxBlocks) * selectionBlock);
+}
+
+cudaError_t attendSelectedBlocks(const float* q, int seqs, int heads, const PagedKv& kv,
+                                 std::ptrdiff_t tableStride, const std::int32_t* lengths,
+                                 const std::int32_t* blocks, const std::int32_t* counts,
+                                 int maxBlocks, int selectionBlock, float scale, float* out,
+                                 void* scratch, cudaStream_t stream) {
+    if (maxBlocks < 1 || selectionBlock < 1 || (seqs > 0 && (blocks == nullptr || counts == nullptr)))
+        return cudaErrorInvalidValue;
+    const Selection selection{blocks, counts, maxBlocks, selectionBlock};
+    return attend(q, seqs, heads, kv, tableStride, lengths,
+                  std::int64_t(maxBlocks) * selectionBlock, scale, selection, out, scratch, stream);
 }
 
 }  // namespace iris::kernels::cuda

@@ -35,4 +35,17 @@ cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
                          std::int64_t maxLength, float scale, float* out, void* scratch,
                          cudaStream_t stream);
 
+// MiniMax sparse attention's decode step: as attendDecode, but (sequence s, KV head g) attends
+// only to the counts[s * kvHeads + g] selection blocks listed, ascending, at
+// blocks + (s * kvHeads + g) * maxBlocks (selectTopBlocks' output), block b being positions
+// [b * selectionBlock, (b + 1) * selectionBlock) cut at lengths[s]. With every block listed it
+// is attendDecode.
+std::int64_t attendSelectedScratchBytes(int seqs, int heads, int headDim, int maxBlocks,
+                                        int selectionBlock);
+cudaError_t attendSelectedBlocks(const float* q, int seqs, int heads, const PagedKv& kv,
+                                 std::ptrdiff_t tableStride, const std::int32_t* lengths,
+                                 const std::int32_t* blocks, const std::int32_t* counts,
+                                 int maxBlocks, int selectionBlock, float scale, float* out,
+                                 void* scratch, cudaStream_t stream);
+
 }  // namespace iris::kernels::cuda

@@ -50,6 +50,10 @@ __global__ void activateKernel(const float* x, const float* up, float* out, std:
         const float v = x[i];
         if constexpr (kKind == Activation::SwiGlu) out[i] = silu(v) * up[i];
         if constexpr (kKind == Activation::GeGlu) out[i] = geluTanh(v) * up[i];
+        if constexpr (kKind == Activation::SwiGluOai) {
+            const float g = fminf(v, 7.0f), u = fminf(fmaxf(up[i], -7.0f), 7.0f);
+            out[i] = g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+        }
         if constexpr (kKind == Activation::Silu) out[i] = silu(v);
         if constexpr (kKind == Activation::Gelu) out[i] = geluTanh(v);
         if constexpr (kKind == Activation::GeluErf)
@@ -119,12 +123,16 @@ cudaError_t activate(Activation kind, const float* x, const float* up, float* ou
                      cudaStream_t stream) {
     if (n < 0) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
-    const bool gated = kind == Activation::SwiGlu || kind == Activation::GeGlu;
+    const bool gated = kind == Activation::SwiGlu || kind == Activation::SwiGluOai ||
+                       kind == Activation::GeGlu;
     if (x == nullptr || out == nullptr || (gated && up == nullptr)) return cudaErrorInvalidValue;
     const unsigned grid = gridFor(n);
     switch (kind) {
         case Activation::SwiGlu:
             activateKernel<Activation::SwiGlu><<<grid, kThreads, 0, stream>>>(x, up, out, n);
+            break;
+        case Activation::SwiGluOai:
+            activateKernel<Activation::SwiGluOai><<<grid, kThreads, 0, stream>>>(x, up, out, n);
             break;
         case Activation::GeGlu:
             activateKernel<Activation::GeGlu><<<grid, kThreads, 0, stream>>>(x, up, out, n);

@@ -22,11 +22,12 @@ cudaError_t ropeNeox(float* x, std::int64_t tokens, std::ptrdiff_t tokenStride, 
                      cudaStream_t stream);
 
 enum class Activation {
-    SwiGlu,  // out = silu(gate) * up
-    GeGlu,   // out = gelu(gate) * up, gelu's tanh approximation
-    Silu,    // out = silu(x); up unused
-    Gelu,    // out = gelu(x), tanh approximation; up unused
-    GeluErf  // out = 0.5 x (1 + erf(x / sqrt 2)); up unused
+    SwiGlu,     // out = silu(gate) * up
+    SwiGluOai,  // MiniMax-M3: g = min(gate, 7), u = clamp(up, -7, 7), out = g sigmoid(1.702 g) (u + 1)
+    GeGlu,      // out = gelu(gate) * up, gelu's tanh approximation
+    Silu,       // out = silu(x); up unused
+    Gelu,       // out = gelu(x), tanh approximation; up unused
+    GeluErf     // out = 0.5 x (1 + erf(x / sqrt 2)); up unused
 };
 
 // out[i] for i < n as `kind` says, x being the gate for the gated kinds. out may be x or up.

@@ -63,6 +63,19 @@ __global__ void quantizeActivationsKernel(const float* __restrict__ x, std::ptrd
 
 // ---- quantised weights ------------------------------------------------------------------------
 
+// The weights of a unit times an activation block: integer dot products of each 16-value half,
+// then the scales and the offset term.
+__device__ float unitDot(const Unit32& unit, const BlockQ8Act& a) {
+    const int* aq = reinterpret_cast<const int*>(a.qs);
+    int lo = 0, hi = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        lo = __dp4a(unit.q[j], aq[j], lo);
+        hi = __dp4a(unit.q[j + 4], aq[j + 4], hi);
+    }
+    return a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) + unit.offset * a.dsum;
+}
+
 // One warp per output row; lanes take the row's 32-value units in turn, so a warp reads its
 // row's bytes once, in order, for all m activation rows (m <= kM).
 template <TensorType kType, int kM>
@@ -80,16 +93,7 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
 #pragma unroll
         for (int i = 0; i < kM; ++i) {
             if (i >= m) break;
-            const BlockQ8Act& a = act[i * units + u];
-            const int* aq = reinterpret_cast<const int*>(a.qs);
-            int lo = 0, hi = 0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                lo = __dp4a(unit.q[j], aq[j], lo);
-                hi = __dp4a(unit.q[j + 4], aq[j + 4], hi);
-            }
-            acc[i] += a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) +
-                      unit.offset * a.dsum;
+            acc[i] += unitDot(unit, act[i * units + u]);
         }
     }
 #pragma unroll
@@ -97,6 +101,37 @@ __global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
         const float sum = warpSum(acc[i]);  // every lane takes part, also for i >= m
         if (lane == 0 && i < m) y[i * yStride + row] = sum;
     }
+}
+
+// A mixture of experts' products for decoding: one warp per (output row, pair); pair p multiplies
+// activation row p / perRow by expert experts[p] of a stack of expert matrices. An expert id
+// outside the stack gives zeros.
+template <TensorType kType>
+__global__ void __launch_bounds__(kWarp* kWarpsPerBlock)
+    groupedDecodeKernel(const std::uint8_t* __restrict__ w, std::int64_t experts,
+                        std::int64_t rowBytes, std::int64_t n, std::int64_t k,
+                        const float* __restrict__ x, std::ptrdiff_t xStride,
+                        const BlockQ8Act* __restrict__ act, const std::int32_t* __restrict__ ids,
+                        int perRow, float* __restrict__ y, std::ptrdiff_t yStride) {
+    const std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
+    if (row >= n) return;
+    const int lane = threadIdx.x % kWarp;
+    const std::int64_t pair = blockIdx.y, source = pair / perRow;
+    const std::int32_t expert = ids[pair];
+    float acc = 0.0f;
+    if (expert >= 0 && expert < experts) {
+        const std::uint8_t* wr = w + (std::int64_t(expert) * n + row) * rowBytes;
+        if constexpr (isFloatType(kType)) {
+            for (std::int64_t j = lane; j < k; j += kWarp)
+                acc += floatAt<kType>(wr, j) * x[source * xStride + j];
+        } else {
+            const std::int64_t units = k / kUnit;
+            for (std::int64_t u = lane; u < units; u += kWarp)
+                acc += unitDot(loadUnit<kType>(wr, u), act[source * units + u]);
+        }
+    }
+    acc = warpSum(acc);
+    if (lane == 0) y[pair * yStride + row] = acc;
 }
 
 // ---- float weights --------------------------------------------------------------------------
@@ -271,6 +306,43 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
                 return cudaGetLastError();
             });
         }
+    });
+}
+
+}  // namespace iris::kernels::cuda
+
+namespace iris::kernels::cuda {
+
+cudaError_t matmulDecodeGrouped(TensorType weightType, const void* stack, std::int64_t experts,
+                                std::int64_t n, std::int64_t k, const float* x,
+                                std::ptrdiff_t xStride, std::int64_t rows,
+                                const std::int32_t* expertIds, int perRow, float* y,
+                                std::ptrdiff_t yStride, void* scratch, cudaStream_t stream) {
+    const std::int64_t pairs = rows * perRow;
+    if (!decodeSupports(weightType) || rows < 0 || perRow < 1 || n < 0 || k < 0 || experts < 0 ||
+        pairs > 65535)
+        return cudaErrorInvalidValue;
+    const TensorTypeInfo& info = tensorTypeInfo(weightType);
+    if (k % info.blockElements != 0 || (!isFloatType(weightType) && k % kUnit != 0))
+        return cudaErrorInvalidValue;
+    if (pairs == 0 || n == 0) return cudaSuccess;
+    if (stack == nullptr || x == nullptr || expertIds == nullptr || y == nullptr || yStride < n ||
+        !aligned(stack, 2))
+        return cudaErrorInvalidValue;
+    auto* act = static_cast<BlockQ8Act*>(scratch);
+    if (!isFloatType(weightType)) {
+        if (scratch == nullptr || !aligned(scratch, 4)) return cudaErrorInvalidValue;
+        if (const cudaError_t err = quantizeActivations(x, xStride, rows, k, act, stream);
+            err != cudaSuccess)
+            return err;
+    }
+    const std::int64_t rowBytes = k / info.blockElements * info.blockBytes;
+    const dim3 grid(gridFor(n), unsigned(pairs));
+    return withDeviceType(weightType, [&](auto type) {
+        groupedDecodeKernel<decltype(type)::value><<<grid, kWarp * kWarpsPerBlock, 0, stream>>>(
+            static_cast<const std::uint8_t*>(stack), experts, rowBytes, n, k, x, xStride, act,
+            expertIds, perRow, y, yStride);
+        return cudaGetLastError();
     });
 }
 

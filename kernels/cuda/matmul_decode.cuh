@@ -40,4 +40,15 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
                          const float* x, std::ptrdiff_t xStride, std::int64_t m, float* y,
                          std::ptrdiff_t yStride, void* scratch, cudaStream_t stream);
 
+// A mixture of experts' products for a decode step: `stack` holds `experts` matrices of n rows
+// of k values each, one after the other (a GGUF expert tensor {k, n, experts}); activation row r
+// (r < rows) goes to the perRow experts expertIds[r * perRow ...], and pair p = r * perRow + i
+// writes y + p * yStride (n values). rows * perRow <= 65535. Scratch: decodeScratchBytes(type,
+// rows, k). An expert id outside [0, experts) gives zeros. Asynchronous.
+cudaError_t matmulDecodeGrouped(TensorType weightType, const void* stack, std::int64_t experts,
+                                std::int64_t n, std::int64_t k, const float* x,
+                                std::ptrdiff_t xStride, std::int64_t rows,
+                                const std::int32_t* expertIds, int perRow, float* y,
+                                std::ptrdiff_t yStride, void* scratch, cudaStream_t stream);
+
 }  // namespace iris::kernels::cuda

@@ -63,19 +63,6 @@ __global__ void quantizeActivationsKernel(const float* __restrict__ x, std::ptrd
 
 // ---- quantised weights ------------------------------------------------------------------------
 
-// The weights of a unit times an activation block: integer dot products of each 16-value half,
-// then the scales and the offset term.
-__device__ float unitDot(const Unit32& unit, const BlockQ8Act& a) {
-    const int* aq = reinterpret_cast<const int*>(a.qs);
-    int lo = 0, hi = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        lo = __dp4a(unit.q[j], aq[j], lo);
-        hi = __dp4a(unit.q[j + 4], aq[j + 4], hi);
-    }
-    return a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) + unit.offset * a.dsum;
-}
-
 // One warp per output row; lanes take the row's 32-value units in turn, so a warp reads its
 // row's bytes once, in order, for all m activation rows (m <= kM).
 template <TensorType kType, int kM>

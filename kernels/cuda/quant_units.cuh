@@ -1,14 +1,19 @@
 #pragma once
-// Device-side reading of GGUF quantisation blocks, 32 values at a time, in the layouts of
-// kernels/cpu/quant_blocks.h: the decode products feed the unpacked bytes to __dp4a, the
-// embedding lookup dequantises them. Included by .cu files only.
+// Reading GGUF quantisation blocks 32 values at a time, in the layouts of
+// kernels/cpu/quant_blocks.h: the decode products feed the unpacked bytes to __dp4a, the prefill
+// tiles and the embedding lookup dequantise them. Every function here also compiles for the host
+// (the intrinsics have plain fallbacks), so that tests/kernels/quant_units_test.cpp checks the
+// layouts against the CPU's dequantisation on machines without a GPU.
 
 #include <cstdint>
 #include <type_traits>
 
+#include <cstring>
+
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels/cpu/quant_blocks.h"
 #include "kernels/tensor_type.h"
 
 namespace iris::kernels::cuda {
@@ -23,24 +28,58 @@ struct Unit32 {
     float offset;
 };
 
+// Per-byte a - b, wrapping (__vsub4 on the device).
+__host__ __device__ inline std::uint32_t subBytes(std::uint32_t a, std::uint32_t b) {
+#ifdef __CUDA_ARCH__
+    return subBytes(a, b);
+#else
+    std::uint32_t r = 0;
+    for (int i = 0; i < 4; ++i)
+        r |= ((((a >> (8 * i)) & 0xFFu) - ((b >> (8 * i)) & 0xFFu)) & 0xFFu) << (8 * i);
+    return r;
+#endif
+}
+
+// c + the dot product of the four signed bytes of a and of b (__dp4a on the device).
+__host__ __device__ inline int dot4(int a, int b, int c) {
+#ifdef __CUDA_ARCH__
+    return __dp4a(a, b, c);
+#else
+    for (int i = 0; i < 4; ++i)
+        c += int(static_cast<std::int8_t>(std::uint32_t(a) >> (8 * i))) *
+             int(static_cast<std::int8_t>(std::uint32_t(b) >> (8 * i)));
+    return c;
+#endif
+}
+
+__host__ __device__ inline float bitsToFloat(std::uint32_t bits) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(bits);
+#else
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
 // Blocks are 2-byte aligned (every block size is even and rows start 2-byte aligned), so wider
 // values are read as 16-bit halves.
-__device__ inline float halfAt(const std::uint8_t* p) {
+__host__ __device__ inline float halfAt(const std::uint8_t* p) {
     return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
 
-__device__ inline std::uint32_t load32(const std::uint8_t* p) {
+__host__ __device__ inline std::uint32_t load32(const std::uint8_t* p) {
     const auto* h = reinterpret_cast<const unsigned short*>(p);
     return std::uint32_t(h[0]) | (std::uint32_t(h[1]) << 16);
 }
 
 // Bit i of `bits` (i < 4) moved to bit 4 of byte i: the fifth bit of four q5 values.
-__device__ inline std::uint32_t fifthBits(std::uint32_t bits) {
+__host__ __device__ inline std::uint32_t fifthBits(std::uint32_t bits) {
     return ((bits & 1u) << 4) | ((bits & 2u) << 11) | ((bits & 4u) << 18) | ((bits & 8u) << 25);
 }
 
 // Scale and minimum of sub-block s of a q4_K/q5_K super-block (6-bit fields in 12 bytes).
-__device__ inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
+__host__ __device__ inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
     if (s < 4) {
         scale = q[s] & 63;
         min = q[s + 4] & 63;
@@ -52,20 +91,20 @@ __device__ inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int&
 
 // Low nibbles (values 0..15) and high nibbles (16..31) of a legacy block's 16 bytes, plus the
 // fifth bits of the q5 types, minus `bias` in every byte.
-__device__ inline void legacyNibbles(const std::uint8_t* qs, std::uint32_t qh, std::uint32_t bias,
+__host__ __device__ inline void legacyNibbles(const std::uint8_t* qs, std::uint32_t qh, std::uint32_t bias,
                               Unit32& unit) {
     for (int j = 0; j < 4; ++j) {
         const std::uint32_t w = load32(qs + 4 * j);
         const std::uint32_t lo = (w & 0x0F0F0F0Fu) | fifthBits((qh >> (4 * j)) & 0xFu);
         const std::uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | fifthBits((qh >> (16 + 4 * j)) & 0xFu);
-        unit.q[j] = int(__vsub4(lo, bias));
-        unit.q[j + 4] = int(__vsub4(hi, bias));
+        unit.q[j] = int(subBytes(lo, bias));
+        unit.q[j + 4] = int(subBytes(hi, bias));
     }
 }
 
 // The weights of 32-value unit u of a row of type kType, in the layouts of quant_blocks.h.
 template <TensorType kType>
-__device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
+__host__ __device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
     Unit32 unit{};
     if constexpr (kType == TensorType::Q4_0 || kType == TensorType::Q4_1 ||
                   kType == TensorType::Q5_0 || kType == TensorType::Q5_1) {
@@ -112,7 +151,7 @@ __device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
         for (int j = 0; j < 8; ++j) {
             const std::uint32_t lo = (load32(ql + 4 * j) >> (quarter >= 2 ? 4 : 0)) & 0x0F0F0F0Fu;
             const std::uint32_t hi = ((load32(qh + 4 * j) >> (2 * quarter)) & 0x03030303u) << 4;
-            unit.q[j] = int(__vsub4(lo | hi, 0x20202020u));
+            unit.q[j] = int(subBytes(lo | hi, 0x20202020u));
         }
         const float d = halfAt(b + 208);
         unit.scaleLo = d * float(scales[0]);
@@ -122,18 +161,31 @@ __device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
 }
 
 // Weight v (0..31) of a unit as a float.
-__device__ inline float unitValue(const Unit32& unit, int v) {
+__host__ __device__ inline float unitValue(const Unit32& unit, int v) {
     const int q = static_cast<signed char>((unit.q[v / 4] >> (8 * (v % 4))) & 0xFF);
     return (v < 16 ? unit.scaleLo : unit.scaleHi) * float(q) + unit.offset;
 }
 
+// The weights of a unit times an activation block (values quantised to 8 bits with one scale):
+// integer dot products of each 16-value half, then the scales and the offset term.
+__host__ __device__ inline float unitDot(const Unit32& unit, const cpu::BlockQ8Act& a) {
+    int aq[8];
+    std::memcpy(aq, a.qs, sizeof aq);
+    int lo = 0, hi = 0;
+    for (int j = 0; j < 4; ++j) {
+        lo = dot4(unit.q[j], aq[j], lo);
+        hi = dot4(unit.q[j + 4], aq[j + 4], hi);
+    }
+    return a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) + unit.offset * a.dsum;
+}
+
 // Value j of a row of f32, f16 or bf16 values.
 template <TensorType kType>
-__device__ float floatAt(const std::uint8_t* row, std::int64_t j) {
+__host__ __device__ float floatAt(const std::uint8_t* row, std::int64_t j) {
     if constexpr (kType == TensorType::F32) return reinterpret_cast<const float*>(row)[j];
     const unsigned short h = reinterpret_cast<const unsigned short*>(row)[j];
     if constexpr (kType == TensorType::F16) return __half2float(__ushort_as_half(h));
-    return __uint_as_float(std::uint32_t(h) << 16);  // bf16
+    return bitsToFloat(std::uint32_t(h) << 16);  // bf16
 }
 
 constexpr bool isFloatType(TensorType type) {

@@ -245,6 +245,14 @@ cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
                   scratch, stream);
 }
 
+cudaError_t attendPrefill(const float* q, int tokens, int heads, const PagedKv& kv,
+                          const std::int32_t* lengths, std::int64_t maxLength, float scale,
+                          float* out, void* scratch, cudaStream_t stream) {
+    // A table stride of 0: every query token reads the sequence's one block table.
+    return attend(q, tokens, heads, kv, 0, lengths, maxLength, scale, Selection{}, out, scratch,
+                  stream);
+}
+
 std::int64_t attendSelectedScratchBytes(int seqs, int heads, int headDim, int maxBlocks,
                                         int selectionBlock) {
     return attendDecodeScratchBytes(seqs, heads, headDim,

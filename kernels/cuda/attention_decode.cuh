@@ -35,6 +35,15 @@ cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
                          std::int64_t maxLength, float scale, float* out, void* scratch,
                          cudaStream_t stream);
 
+// Causal attention of a prefill chunk of one sequence, correctness first: query token i (q + i *
+// heads * headDim) attends to positions [0, lengths[i]) through the one block table kv.blockTable,
+// each token walked like a decoding sequence of its own (every token reads its K/V range again;
+// a tiled FlashAttention kernel that shares K/V between a chunk's tokens is still to come).
+// Scratch: attendDecodeScratchBytes(tokens, heads, headDim, maxLength).
+cudaError_t attendPrefill(const float* q, int tokens, int heads, const PagedKv& kv,
+                          const std::int32_t* lengths, std::int64_t maxLength, float scale,
+                          float* out, void* scratch, cudaStream_t stream);
+
 // MiniMax sparse attention's decode step: as attendDecode, but (sequence s, KV head g) attends
 // only to the counts[s * kvHeads + g] selection blocks listed, ascending, at
 // blocks + (s * kvHeads + g) * maxBlocks (selectTopBlocks' output), block b being positions

@@ -139,6 +139,78 @@ TEST_F(AttentionDecodeCuda, MatchesFloat64SoftmaxOverShuffledBlocks) {
     checkCase({3, 4, 32, 1, TensorType::F32, {5, 40}});      // one token per block
 }
 
+// A prefill chunk of 300 tokens at positions 200..499 of one sequence, each attending causally
+// through the same block table: against a float64 causal softmax.
+TEST_F(AttentionDecodeCuda, PrefillChunkIsCausalOverOneBlockTable) {
+    const int kvHeads = 2, group = 4, heads = kvHeads * group, headDim = 64, blockSize = 16;
+    const int first = 200, tokens = 300, length = first + tokens;
+    const int tableBlocks = length / blockSize + 1;
+    std::mt19937 rng(21);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::size_t rowValues = std::size_t(kvHeads) * headDim;
+    std::vector<float> k(std::size_t(tableBlocks) * blockSize * rowValues), v(k.size()),
+        q(std::size_t(tokens) * heads * headDim);
+    for (std::vector<float>* values : {&k, &v, &q})
+        for (float& x : *values)
+            x = normal(rng);
+    std::vector<std::int32_t> table(static_cast<std::size_t>(tableBlocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    std::vector<std::int32_t> lengths(static_cast<std::size_t>(tokens));
+    for (int i = 0; i < tokens; ++i)
+        lengths[std::size_t(i)] = first + i + 1;
+    DeviceBuffer dk(k.size() * 4), dv(v.size() * 4), dq(q.size() * 4), dout(q.size() * 4),
+        dtable(table.size() * 4), dlengths(lengths.size() * 4),
+        scratch(std::size_t(cuda::attendDecodeScratchBytes(tokens, heads, headDim, length)));
+    ASSERT_EQ(cuda_test::upload(k, dk), cudaSuccess);
+    ASSERT_EQ(cuda_test::upload(v, dv), cudaSuccess);
+    ASSERT_EQ(cuda_test::upload(q, dq), cudaSuccess);
+    ASSERT_EQ(cuda_test::upload(table, dtable), cudaSuccess);
+    ASSERT_EQ(cuda_test::upload(lengths, dlengths), cudaSuccess);
+    PagedKv kv;
+    kv.keys = dk.get();
+    kv.values = dv.get();
+    kv.blockTable = static_cast<const std::int32_t*>(dtable.get());
+    kv.blockSize = blockSize;
+    kv.kvHeads = kvHeads;
+    kv.headDim = headDim;
+    kv.type = TensorType::F32;
+    const float scale = 0.125f;
+    ASSERT_EQ(cuda::attendPrefill(dq.floats(), tokens, heads, kv,
+                                  static_cast<const std::int32_t*>(dlengths.get()), length, scale,
+                                  dout.floats(), scratch.get(), nullptr),
+              cudaSuccess);
+    std::vector<float> got(q.size());
+    ASSERT_EQ(cuda_test::download(dout, got), cudaSuccess);
+    for (int i = 0; i < tokens; i += 7) {  // every 7th token keeps the float64 loop short
+        for (int h = 0; h < heads; ++h) {
+            const float* qh = &q[(std::size_t(i) * heads + h) * headDim];
+            const int g = h / group;
+            std::vector<double> p(static_cast<std::size_t>(lengths[std::size_t(i)]));
+            double best = -INFINITY, total = 0.0;
+            const auto row = [&](int t) {
+                return ((std::size_t(table[std::size_t(t / blockSize)]) * blockSize +
+                         std::size_t(t % blockSize)) * kvHeads + std::size_t(g)) * headDim;
+            };
+            for (std::size_t t = 0; t < p.size(); ++t) {
+                double dot = 0.0;
+                for (int d = 0; d < headDim; ++d)
+                    dot += double(qh[d]) * double(k[row(int(t)) + std::size_t(d)]);
+                best = std::max(best, p[t] = dot * double(scale));
+            }
+            for (double& x : p)
+                total += (x = std::exp(x - best));
+            for (int d = 0; d < headDim; ++d) {
+                double want = 0.0;
+                for (std::size_t t = 0; t < p.size(); ++t)
+                    want += p[t] * double(v[row(int(t)) + std::size_t(d)]);
+                ASSERT_NEAR(got[(std::size_t(i) * heads + h) * headDim + d], want / total, 2e-5)
+                    << "token " << i << " head " << h << " dim " << d;
+            }
+        }
+    }
+}
+
 TEST(AttentionDecodeCudaArguments, RejectsShapesTheKernelDoesNotCover) {
     PagedKv kv;
     kv.kvHeads = 2;

@@ -6,6 +6,13 @@
 #include <cstdint>
 #include <cstring>
 
+// The block readers below are also called by the CUDA kernels (kernels/cuda/quant_units.cuh).
+#ifdef __CUDACC__
+#define IRIS_HOST_DEVICE __host__ __device__
+#else
+#define IRIS_HOST_DEVICE
+#endif
+
 namespace iris::kernels::cpu {
 
 inline constexpr int kQK = 32;    // elements per block of the legacy types
@@ -90,7 +97,7 @@ static inline int storedValue(const Block& block, int j) {
 }
 
 // Scale and minimum of sub-block s (0..7) of a Q4_K/Q5_K block: 6-bit fields packed in 12 bytes.
-static inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
+IRIS_HOST_DEVICE static inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
     if (s < 4) {
         scale = q[s] & 63;
         min = q[s + 4] & 63;

@@ -3,27 +3,15 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/attention_decode.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarp;
 constexpr int kMaxGroup = 16;     // query heads per KV head
 constexpr int kMaxHeadDim = 256;  // 8 values per lane
-
-__device__ float warpSum(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-__device__ float warpMax(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
 
 __device__ float toFloat(float v) {
     return v;
@@ -66,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
     const int group = heads / kvHeads;
     std::int64_t* rowOffset = shared;  // element offset of token t's K/V row for this KV head
     float* qs = reinterpret_cast<float*>(rowOffset + kDecodeChunk);  // group x headDim, scaled
-    float* scores = qs + group * headDim;                             // group x kDecodeChunk
+    float* scores = qs + group * headDim;                            // group x kDecodeChunk
 
     const std::int64_t begin = std::int64_t(chunk) * kDecodeChunk;
     const std::int64_t length = lengths[seq];
@@ -185,13 +173,13 @@ cudaError_t launch(const float* q, int seqs, int heads, const PagedKv& kv,
                    std::ptrdiff_t tableStride, const std::int32_t* lengths, float scale,
                    Selection selection, float* out, Partials partials, cudaStream_t stream) {
     const int group = heads / kv.kvHeads;
-    const std::size_t sharedBytes = kDecodeChunk * sizeof(std::int64_t) +
-                                    std::size_t(group) * (kv.headDim + kDecodeChunk) * sizeof(float);
+    const std::size_t sharedBytes =
+        kDecodeChunk * sizeof(std::int64_t) +
+        std::size_t(group) * (kv.headDim + kDecodeChunk) * sizeof(float);
     const dim3 grid(unsigned(partials.chunks), unsigned(kv.kvHeads), unsigned(seqs));
     decodeChunkKernel<Kv><<<grid, kThreads, sharedBytes, stream>>>(
-        q, heads, static_cast<const Kv*>(kv.keys), static_cast<const Kv*>(kv.values),
-        kv.blockTable, tableStride, kv.blockSize, kv.kvHeads, kv.headDim, lengths, scale,
-        selection, partials);
+        q, heads, static_cast<const Kv*>(kv.keys), static_cast<const Kv*>(kv.values), kv.blockTable,
+        tableStride, kv.blockSize, kv.kvHeads, kv.headDim, lengths, scale, selection, partials);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
     combineChunksKernel<<<unsigned(seqs) * unsigned(heads), min(kv.headDim, 256), 0, stream>>>(
         partials, kv.headDim, out);
@@ -231,8 +219,8 @@ cudaError_t attend(const float* q, int seqs, int heads, const PagedKv& kv,
     if (kv.type == TensorType::F16)
         return launch<__half>(q, seqs, heads, kv, tableStride, lengths, scale, selection, out,
                               partials, stream);
-    return launch<float>(q, seqs, heads, kv, tableStride, lengths, scale, selection, out,
-                         partials, stream);
+    return launch<float>(q, seqs, heads, kv, tableStride, lengths, scale, selection, out, partials,
+                         stream);
 }
 
 }  // namespace
@@ -255,8 +243,7 @@ cudaError_t attendPrefill(const float* q, int tokens, int heads, const PagedKv& 
 
 std::int64_t attendSelectedScratchBytes(int seqs, int heads, int headDim, int maxBlocks,
                                         int selectionBlock) {
-    return attendDecodeScratchBytes(seqs, heads, headDim,
-                                    std::int64_t(maxBlocks) * selectionBlock);
+    return attendDecodeScratchBytes(seqs, heads, headDim, std::int64_t(maxBlocks) * selectionBlock);
 }
 
 cudaError_t attendSelectedBlocks(const float* q, int seqs, int heads, const PagedKv& kv,
@@ -264,7 +251,8 @@ cudaError_t attendSelectedBlocks(const float* q, int seqs, int heads, const Page
                                  const std::int32_t* blocks, const std::int32_t* counts,
                                  int maxBlocks, int selectionBlock, float scale, float* out,
                                  void* scratch, cudaStream_t stream) {
-    if (maxBlocks < 1 || selectionBlock < 1 || (seqs > 0 && (blocks == nullptr || counts == nullptr)))
+    if (maxBlocks < 1 || selectionBlock < 1 ||
+        (seqs > 0 && (blocks == nullptr || counts == nullptr)))
         return cudaErrorInvalidValue;
     const Selection selection{blocks, counts, maxBlocks, selectionBlock};
     return attend(q, seqs, heads, kv, tableStride, lengths,

@@ -43,21 +43,35 @@ __device__ float geluTanh(float x) {
     return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCubic * x * x)));
 }
 
-template <Activation kKind>
-__global__ void activateKernel(const float* x, const float* up, float* out, std::int64_t n) {
+// The kind is the same for every thread of a launch, so the switch costs no divergence in this
+// memory-bound loop.
+__global__ void activateKernel(Activation kind, const float* x, const float* up, float* out,
+                               std::int64_t n) {
     for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += std::int64_t(gridDim.x) * blockDim.x) {
         const float v = x[i];
-        if constexpr (kKind == Activation::SwiGlu) out[i] = silu(v) * up[i];
-        if constexpr (kKind == Activation::GeGlu) out[i] = geluTanh(v) * up[i];
-        if constexpr (kKind == Activation::SwiGluOai) {
-            const float g = fminf(v, 7.0f), u = fminf(fmaxf(up[i], -7.0f), 7.0f);
-            out[i] = g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+        switch (kind) {
+            case Activation::SwiGlu:
+                out[i] = silu(v) * up[i];
+                break;
+            case Activation::SwiGluOai: {
+                const float g = fminf(v, 7.0f), u = fminf(fmaxf(up[i], -7.0f), 7.0f);
+                out[i] = g / (1.0f + expf(-1.702f * g)) * (u + 1.0f);
+                break;
+            }
+            case Activation::GeGlu:
+                out[i] = geluTanh(v) * up[i];
+                break;
+            case Activation::Silu:
+                out[i] = silu(v);
+                break;
+            case Activation::Gelu:
+                out[i] = geluTanh(v);
+                break;
+            case Activation::GeluErf:
+                out[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865475f));
+                break;
         }
-        if constexpr (kKind == Activation::Silu) out[i] = silu(v);
-        if constexpr (kKind == Activation::Gelu) out[i] = geluTanh(v);
-        if constexpr (kKind == Activation::GeluErf)
-            out[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865475f));
     }
 }
 
@@ -100,8 +114,7 @@ void launchEmbedding(const void* table, std::int64_t rows, std::int64_t width,
     const std::int64_t rowBytes = width / info.blockElements * info.blockBytes;
     const std::int64_t items = count * (info.blockElements == 1 ? width : width / 32);
     embeddingKernel<kType><<<gridFor(items), kThreads, 0, stream>>>(
-        static_cast<const std::uint8_t*>(table), rows, rowBytes, width, ids, count, out,
-        outStride);
+        static_cast<const std::uint8_t*>(table), rows, rowBytes, width, ids, count, out, outStride);
 }
 
 }  // namespace
@@ -115,7 +128,7 @@ cudaError_t ropeNeox(float* x, std::int64_t tokens, std::ptrdiff_t tokenStride, 
     if (pairs == 0) return cudaSuccess;
     if (x == nullptr || cos == nullptr || sin == nullptr) return cudaErrorInvalidValue;
     ropeNeoxKernel<<<gridFor(pairs), kThreads, 0, stream>>>(x, tokens, tokenStride, heads, headDim,
-                                                           rotDims / 2, cos, sin);
+                                                            rotDims / 2, cos, sin);
     return cudaGetLastError();
 }
 
@@ -123,30 +136,10 @@ cudaError_t activate(Activation kind, const float* x, const float* up, float* ou
                      cudaStream_t stream) {
     if (n < 0) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
-    const bool gated = kind == Activation::SwiGlu || kind == Activation::SwiGluOai ||
-                       kind == Activation::GeGlu;
+    const bool gated =
+        kind == Activation::SwiGlu || kind == Activation::SwiGluOai || kind == Activation::GeGlu;
     if (x == nullptr || out == nullptr || (gated && up == nullptr)) return cudaErrorInvalidValue;
-    const unsigned grid = gridFor(n);
-    switch (kind) {
-        case Activation::SwiGlu:
-            activateKernel<Activation::SwiGlu><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-        case Activation::SwiGluOai:
-            activateKernel<Activation::SwiGluOai><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-        case Activation::GeGlu:
-            activateKernel<Activation::GeGlu><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-        case Activation::Silu:
-            activateKernel<Activation::Silu><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-        case Activation::Gelu:
-            activateKernel<Activation::Gelu><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-        case Activation::GeluErf:
-            activateKernel<Activation::GeluErf><<<grid, kThreads, 0, stream>>>(x, up, out, n);
-            break;
-    }
+    activateKernel<<<gridFor(n), kThreads, 0, stream>>>(kind, x, up, out, n);
     return cudaGetLastError();
 }
 
@@ -158,9 +151,9 @@ cudaError_t addInPlace(float* y, const float* x, std::int64_t n, cudaStream_t st
     return cudaGetLastError();
 }
 
-cudaError_t embeddingRows(TensorType type, const void* table, std::int64_t rows,
-                          std::int64_t width, const std::int32_t* ids, std::int64_t count,
-                          float* out, std::ptrdiff_t outStride, cudaStream_t stream) {
+cudaError_t embeddingRows(TensorType type, const void* table, std::int64_t rows, std::int64_t width,
+                          const std::int32_t* ids, std::int64_t count, float* out,
+                          std::ptrdiff_t outStride, cudaStream_t stream) {
     if (rows < 0 || width < 0 || count < 0) return cudaErrorInvalidValue;
     const auto& info = tensorTypeInfo(type);
     if (width % info.blockElements != 0 || (info.blockElements > 1 && width % 32 != 0))

@@ -23,7 +23,8 @@ cudaError_t ropeNeox(float* x, std::int64_t tokens, std::ptrdiff_t tokenStride, 
 
 enum class Activation {
     SwiGlu,     // out = silu(gate) * up
-    SwiGluOai,  // MiniMax-M3: g = min(gate, 7), u = clamp(up, -7, 7), out = g sigmoid(1.702 g) (u + 1)
+    SwiGluOai,  // MiniMax-M3: g = min(gate, 7), u = clamp(up, -7, 7), out = g sigmoid(1.702 g) (u +
+                // 1)
     GeGlu,      // out = gelu(gate) * up, gelu's tanh approximation
     Silu,       // out = silu(x); up unused
     Gelu,       // out = gelu(x), tanh approximation; up unused
@@ -41,8 +42,8 @@ cudaError_t addInPlace(float* y, const float* x, std::int64_t n, cudaStream_t st
 // out + r * outStride, for r < count; width a multiple of 32 for the quantised types. An id
 // outside [0, rows) gets a row of zeros, never a read outside the table (the engine checks ids
 // against the vocabulary before they reach the device).
-cudaError_t embeddingRows(TensorType type, const void* table, std::int64_t rows,
-                          std::int64_t width, const std::int32_t* ids, std::int64_t count,
-                          float* out, std::ptrdiff_t outStride, cudaStream_t stream);
+cudaError_t embeddingRows(TensorType type, const void* table, std::int64_t rows, std::int64_t width,
+                          const std::int32_t* ids, std::int64_t count, float* out,
+                          std::ptrdiff_t outStride, cudaStream_t stream);
 
 }  // namespace iris::kernels::cuda

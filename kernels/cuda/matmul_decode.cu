@@ -7,33 +7,15 @@
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cuda/matmul_decode.cuh"
 #include "kernels/cuda/quant_units.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
 
 using cpu::BlockQ8Act;
 
-constexpr int kWarp = 32;
 constexpr int kWarpsPerBlock = 4;  // output rows per thread block
 constexpr int kUnit = 32;          // values per activation block and per weight unit
-
-__device__ float warpSum(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-__device__ int warpSumInt(int v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-__device__ float warpMax(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
 
 // ---- activations ----------------------------------------------------------------------------
 
@@ -52,7 +34,7 @@ __global__ void quantizeActivationsKernel(const float* __restrict__ x, std::ptrd
         const float amax = warpMax(fabsf(v));
         const float d = amax / 127.0f;
         const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
-        const int sum = warpSumInt(q);
+        const int sum = warpSum(q);
         act[b].qs[lane] = static_cast<std::int8_t>(q);
         if (lane == 0) {
             act[b].d = d;
@@ -215,8 +197,8 @@ cudaError_t quantizeActivations(const float* x, std::ptrdiff_t xStride, std::int
                                 std::int64_t k, BlockQ8Act* act, cudaStream_t stream) {
     constexpr int kThreads = 256;
     const std::int64_t units = m * (k / kUnit);
-    const unsigned grid =
-        unsigned(std::min<std::int64_t>((units + kThreads / kWarp - 1) / (kThreads / kWarp), 65535));
+    const unsigned grid = unsigned(
+        std::min<std::int64_t>((units + kThreads / kWarp - 1) / (kThreads / kWarp), 65535));
     quantizeActivationsKernel<<<grid, kThreads, 0, stream>>>(x, xStride, m, k / kUnit, act);
     return cudaGetLastError();
 }
@@ -262,13 +244,13 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
                     constexpr int kM = decltype(count)::value;
                     const auto* wb = static_cast<const std::uint8_t*>(w);
                     if (vec) {
-                        floatDecodeKernel<kType, kM, true><<<grid, kWarp * kWarpsPerBlock, 0,
-                                                             stream>>>(wb, rowBytes, n, k, x,
-                                                                       xStride, rows, y, yStride);
+                        floatDecodeKernel<kType, kM, true>
+                            <<<grid, kWarp * kWarpsPerBlock, 0, stream>>>(
+                                wb, rowBytes, n, k, x, xStride, rows, y, yStride);
                     } else {
-                        floatDecodeKernel<kType, kM, false><<<grid, kWarp * kWarpsPerBlock, 0,
-                                                              stream>>>(wb, rowBytes, n, k, x,
-                                                                        xStride, rows, y, yStride);
+                        floatDecodeKernel<kType, kM, false>
+                            <<<grid, kWarp * kWarpsPerBlock, 0, stream>>>(
+                                wb, rowBytes, n, k, x, xStride, rows, y, yStride);
                     }
                     return cudaGetLastError();
                 });
@@ -278,7 +260,8 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
 
     if (scratch == nullptr || !aligned(scratch, 4)) return cudaErrorInvalidValue;
     auto* act = static_cast<BlockQ8Act*>(scratch);
-    if (const cudaError_t err = quantizeActivations(x, xStride, m, k, act, stream); err != cudaSuccess)
+    if (const cudaError_t err = quantizeActivations(x, xStride, m, k, act, stream);
+        err != cudaSuccess)
         return err;
     return withDeviceType(weightType, [&](auto type) {
         constexpr TensorType kType = decltype(type)::value;

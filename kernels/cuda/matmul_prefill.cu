@@ -11,10 +11,10 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kTile = 64;       // rows of x and of W per block
-constexpr int kStep = 32;       // values along k per step: one weight unit
-constexpr int kPad = 8;         // bf16 row padding against bank conflicts (WMMA wants ld % 8 == 0)
-constexpr int kThreads = 128;   // four warps, each a 32 x 32 quarter of the tile
+constexpr int kTile = 64;      // rows of x and of W per block
+constexpr int kStep = 32;      // values along k per step: one weight unit
+constexpr int kPad = 8;        // bf16 row padding against bank conflicts (WMMA wants ld % 8 == 0)
+constexpr int kThreads = 128;  // four warps, each a 32 x 32 quarter of the tile
 constexpr int kLd = kStep + kPad;
 
 // Rows of W past n and rows of x past m are zeros in shared memory, so every warp always runs

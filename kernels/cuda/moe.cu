@@ -2,11 +2,11 @@
 #include <cmath>
 
 #include "kernels/cuda/moe.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kPerLane = kMaxExperts / kWarp;
 
 // a ranks before b: larger score, or equal with the lower id; NaN last.
@@ -18,10 +18,10 @@ __device__ bool ranksBefore(float a, int aId, float b, int bId) {
 
 // One warp per row: each lane holds the scores of experts lane, lane + 32, ...; `used` rounds of
 // a warp-wide best pick the experts in order, a lane's taken experts marked in a bit mask.
-__global__ void routeSigmoidKernel(const float* __restrict__ logits, std::int64_t rows,
-                                   int experts, std::ptrdiff_t stride,
-                                   const float* __restrict__ bias, int used, bool normalise,
-                                   float scale, std::int32_t* __restrict__ expertIds,
+__global__ void routeSigmoidKernel(const float* __restrict__ logits, std::int64_t rows, int experts,
+                                   std::ptrdiff_t stride, const float* __restrict__ bias, int used,
+                                   bool normalise, float scale,
+                                   std::int32_t* __restrict__ expertIds,
                                    float* __restrict__ weights) {
     const std::int64_t row = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
     if (row >= rows) return;
@@ -31,8 +31,8 @@ __global__ void routeSigmoidKernel(const float* __restrict__ logits, std::int64_
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
         const int e = lane + kWarp * i;
-        score[i] = e < experts ? 1.0f / (1.0f + expf(-l[e])) + (bias != nullptr ? bias[e] : 0.0f)
-                               : NAN;
+        score[i] =
+            e < experts ? 1.0f / (1.0f + expf(-l[e])) + (bias != nullptr ? bias[e] : 0.0f) : NAN;
     }
     std::uint32_t taken = 0;
     float chosenSigmoid[kMaxExpertsUsed];
@@ -106,8 +106,8 @@ cudaError_t addWeightedExperts(float* y, std::ptrdiff_t yStride, const float* ou
     if (rows == 0 || width == 0) return cudaSuccess;
     if (y == nullptr || outputs == nullptr || weights == nullptr) return cudaErrorInvalidValue;
     constexpr int kThreads = 256;
-    const auto grid = unsigned(std::clamp<std::int64_t>((rows * width + kThreads - 1) / kThreads,
-                                                        1, 65535));
+    const auto grid =
+        unsigned(std::clamp<std::int64_t>((rows * width + kThreads - 1) / kThreads, 1, 65535));
     addWeightedKernel<<<grid, kThreads, 0, stream>>>(y, yStride, outputs, outStride, weights, rows,
                                                      used, width);
     return cudaGetLastError();

@@ -6,9 +6,8 @@
 // layouts against the CPU's dequantisation on machines without a GPU.
 
 #include <cstdint>
-#include <type_traits>
-
 #include <cstring>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -78,21 +77,10 @@ __host__ __device__ inline std::uint32_t fifthBits(std::uint32_t bits) {
     return ((bits & 1u) << 4) | ((bits & 2u) << 11) | ((bits & 4u) << 18) | ((bits & 8u) << 25);
 }
 
-// Scale and minimum of sub-block s of a q4_K/q5_K super-block (6-bit fields in 12 bytes).
-__host__ __device__ inline void scaleMinK4(int s, const std::uint8_t* q, int& scale, int& min) {
-    if (s < 4) {
-        scale = q[s] & 63;
-        min = q[s + 4] & 63;
-    } else {
-        scale = (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
-        min = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-    }
-}
-
 // Low nibbles (values 0..15) and high nibbles (16..31) of a legacy block's 16 bytes, plus the
 // fifth bits of the q5 types, minus `bias` in every byte.
-__host__ __device__ inline void legacyNibbles(const std::uint8_t* qs, std::uint32_t qh, std::uint32_t bias,
-                              Unit32& unit) {
+__host__ __device__ inline void legacyNibbles(const std::uint8_t* qs, std::uint32_t qh,
+                                              std::uint32_t bias, Unit32& unit) {
     for (int j = 0; j < 4; ++j) {
         const std::uint32_t w = load32(qs + 4 * j);
         const std::uint32_t lo = (w & 0x0F0F0F0Fu) | fifthBits((qh >> (4 * j)) & 0xFu);
@@ -136,7 +124,7 @@ __host__ __device__ Unit32 loadUnit(const std::uint8_t* row, std::int64_t u) {
             unit.q[j] = int(q);
         }
         int scale = 0, min = 0;
-        scaleMinK4(s, b + 4, scale, min);
+        cpu::scaleMinK4(s, b + 4, scale, min);
         unit.scaleLo = unit.scaleHi = halfAt(b) * float(scale);
         unit.offset = -halfAt(b + 2) * float(min);
     } else if constexpr (kType == TensorType::Q6_K) {
@@ -200,18 +188,30 @@ using TypeTag = std::integral_constant<TensorType, kType>;
 template <class F>
 cudaError_t withDeviceType(TensorType type, F&& f) {
     switch (type) {
-        case TensorType::F32: return f(TypeTag<TensorType::F32>{});
-        case TensorType::F16: return f(TypeTag<TensorType::F16>{});
-        case TensorType::BF16: return f(TypeTag<TensorType::BF16>{});
-        case TensorType::Q4_0: return f(TypeTag<TensorType::Q4_0>{});
-        case TensorType::Q4_1: return f(TypeTag<TensorType::Q4_1>{});
-        case TensorType::Q5_0: return f(TypeTag<TensorType::Q5_0>{});
-        case TensorType::Q5_1: return f(TypeTag<TensorType::Q5_1>{});
-        case TensorType::Q8_0: return f(TypeTag<TensorType::Q8_0>{});
-        case TensorType::Q4_K: return f(TypeTag<TensorType::Q4_K>{});
-        case TensorType::Q5_K: return f(TypeTag<TensorType::Q5_K>{});
-        case TensorType::Q6_K: return f(TypeTag<TensorType::Q6_K>{});
-        default: return cudaErrorInvalidValue;
+        case TensorType::F32:
+            return f(TypeTag<TensorType::F32>{});
+        case TensorType::F16:
+            return f(TypeTag<TensorType::F16>{});
+        case TensorType::BF16:
+            return f(TypeTag<TensorType::BF16>{});
+        case TensorType::Q4_0:
+            return f(TypeTag<TensorType::Q4_0>{});
+        case TensorType::Q4_1:
+            return f(TypeTag<TensorType::Q4_1>{});
+        case TensorType::Q5_0:
+            return f(TypeTag<TensorType::Q5_0>{});
+        case TensorType::Q5_1:
+            return f(TypeTag<TensorType::Q5_1>{});
+        case TensorType::Q8_0:
+            return f(TypeTag<TensorType::Q8_0>{});
+        case TensorType::Q4_K:
+            return f(TypeTag<TensorType::Q4_K>{});
+        case TensorType::Q5_K:
+            return f(TypeTag<TensorType::Q5_K>{});
+        case TensorType::Q6_K:
+            return f(TypeTag<TensorType::Q6_K>{});
+        default:
+            return cudaErrorInvalidValue;
     }
 }
 

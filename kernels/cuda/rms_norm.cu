@@ -2,17 +2,10 @@
 #include <climits>
 
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
-
-constexpr int kWarp = 32;
-
-__device__ float warpSum(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
 
 // Sum of `v` over the whole block; every thread gets the result.
 template <int kBlock>

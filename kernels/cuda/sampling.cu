@@ -2,12 +2,12 @@
 #include <cmath>
 
 #include "kernels/cuda/sampling.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
 constexpr int kSlice = 4096;  // logits per first-pass block, kept in shared memory
 
 __global__ void penaltiesKernel(float* logits, const std::int32_t* __restrict__ ids,
@@ -151,7 +151,8 @@ cudaError_t applyPenalties(float* logits, const std::int32_t* ids, const std::in
 }
 
 std::int64_t topCandidatesScratchBytes(int rows, std::int64_t vocab, int k) {
-    return std::int64_t(rows) * slicesFor(vocab) * k * std::int64_t(sizeof(float) + sizeof(std::int32_t));
+    return std::int64_t(rows) * slicesFor(vocab) * k *
+           std::int64_t(sizeof(float) + sizeof(std::int32_t));
 }
 
 cudaError_t topCandidates(const float* logits, int rows, std::int64_t vocab, std::ptrdiff_t stride,
@@ -169,8 +170,8 @@ cudaError_t topCandidates(const float* logits, int rows, std::int64_t vocab, std
     sliceTopKernel<<<dim3(unsigned(slices), unsigned(rows)), kThreads, 0, stream>>>(
         logits, vocab, stride, k, slices, partIds, partValues);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-    mergeTopKernel<<<unsigned(rows), kThreads, 0, stream>>>(partIds, partValues, slices * k, k,
-                                                           ids, values);
+    mergeTopKernel<<<unsigned(rows), kThreads, 0, stream>>>(partIds, partValues, slices * k, k, ids,
+                                                            values);
     return cudaGetLastError();
 }
 

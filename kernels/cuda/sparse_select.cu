@@ -3,21 +3,15 @@
 
 #include "kernels/cuda/sampling.cuh"
 #include "kernels/cuda/sparse_select.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace iris::kernels::cuda {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarp;
 constexpr int kMaxGroups = 16;
 constexpr int kMaxDim = 256;
-
-__device__ float warpSum(float v) {
-    for (int offset = kWarp / 2; offset > 0; offset /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
 
 // One thread block per (selection block, sequence); a warp per position, lanes along the key.
 __global__ void __launch_bounds__(kThreads)
@@ -75,7 +69,8 @@ __global__ void rankableScoresKernel(const float* __restrict__ scores, int group
     const int row = blockIdx.y;
     const std::int64_t length = lengths[row / groups];
     const std::int64_t blocks = (length + selectionBlock - 1) / selectionBlock;
-    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < maxBlocks; b += gridDim.x * blockDim.x) {
+    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < maxBlocks;
+         b += gridDim.x * blockDim.x) {
         const float s = scores[std::int64_t(row) * maxBlocks + b];
         float v = s;
         if (b >= blocks || isnan(s) || s == -INFINITY) v = NAN;
@@ -130,10 +125,10 @@ namespace {
 
 // The parts of selectTopBlocks' scratch, in order.
 struct SelectionScratch {
-    float* work;         // rows x maxBlocks rankable scores
-    std::int32_t* ids;   // rows x k candidates
-    float* values;       // rows x k
-    void* candidates;    // topCandidates' own scratch
+    float* work;        // rows x maxBlocks rankable scores
+    std::int32_t* ids;  // rows x k candidates
+    float* values;      // rows x k
+    void* candidates;   // topCandidates' own scratch
 };
 
 SelectionScratch carve(void* scratch, int rows, int maxBlocks, int k) {

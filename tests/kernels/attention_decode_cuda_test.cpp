@@ -25,9 +25,9 @@ struct Case {
 // A shared pool of blocks, each sequence with its own shuffled block table, random queries;
 // the GPU's result against a float64 softmax over the same (rounded) keys and values.
 void checkCase(const Case& c) {
-    SCOPED_TRACE(::testing::Message() << "kvHeads=" << c.kvHeads << " group=" << c.group
-                                      << " headDim=" << c.headDim << " blockSize=" << c.blockSize
-                                      << " type=" << tensorTypeInfo(c.type).name);
+    SCOPED_TRACE(::testing::Message()
+                 << "kvHeads=" << c.kvHeads << " group=" << c.group << " headDim=" << c.headDim
+                 << " blockSize=" << c.blockSize << " type=" << tensorTypeInfo(c.type).name);
     const int seqs = int(c.lengths.size());
     const int heads = c.kvHeads * c.group;
     const std::int32_t maxLength = *std::max_element(c.lengths.begin(), c.lengths.end());
@@ -77,18 +77,17 @@ void checkCase(const Case& c) {
     ASSERT_EQ(cuda_test::upload(q, dq), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(tables, dtables), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(c.lengths, dlengths), cudaSuccess);
-    PagedKv kv;
-    kv.keys = dk.get();
-    kv.values = dv.get();
-    kv.blockTable = static_cast<const std::int32_t*>(dtables.get());
-    kv.blockSize = c.blockSize;
-    kv.kvHeads = c.kvHeads;
-    kv.headDim = c.headDim;
-    kv.type = c.type;
+    const PagedKv kv{.keys = dk.get(),
+                     .values = dv.get(),
+                     .blockTable = static_cast<const std::int32_t*>(dtables.get()),
+                     .blockSize = c.blockSize,
+                     .kvHeads = c.kvHeads,
+                     .headDim = c.headDim,
+                     .type = c.type};
     const float scale = 1.0f / std::sqrt(float(c.headDim));
     ASSERT_EQ(cuda::attendDecode(dq.floats(), seqs, heads, kv, tableStride,
-                                 static_cast<const std::int32_t*>(dlengths.get()), maxLength,
-                                 scale, dout.floats(), scratch.get(), nullptr),
+                                 static_cast<const std::int32_t*>(dlengths.get()), maxLength, scale,
+                                 dout.floats(), scratch.get(), nullptr),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> got(q.size());
@@ -133,8 +132,8 @@ class AttentionDecodeCuda : public cuda_test::CudaTest {};
 TEST_F(AttentionDecodeCuda, MatchesFloat64SoftmaxOverShuffledBlocks) {
     // Lengths around the 256-token chunks: empty, inside one chunk, exactly one, several.
     const std::vector<std::int32_t> lengths = {1, 0, 17, 256, 257, 1000, 2600};
-    checkCase({2, 7, 128, 16, TensorType::F16, lengths});  // Qwen2.5-VL-7B's GQA group
-    checkCase({4, 1, 64, 32, TensorType::F32, lengths});   // no grouping
+    checkCase({2, 7, 128, 16, TensorType::F16, lengths});    // Qwen2.5-VL-7B's GQA group
+    checkCase({4, 1, 64, 32, TensorType::F32, lengths});     // no grouping
     checkCase({1, 16, 256, 16, TensorType::F16, {3, 700}});  // the largest group and head
     checkCase({3, 4, 32, 1, TensorType::F32, {5, 40}});      // one token per block
 }
@@ -167,14 +166,13 @@ TEST_F(AttentionDecodeCuda, PrefillChunkIsCausalOverOneBlockTable) {
     ASSERT_EQ(cuda_test::upload(q, dq), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(table, dtable), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(lengths, dlengths), cudaSuccess);
-    PagedKv kv;
-    kv.keys = dk.get();
-    kv.values = dv.get();
-    kv.blockTable = static_cast<const std::int32_t*>(dtable.get());
-    kv.blockSize = blockSize;
-    kv.kvHeads = kvHeads;
-    kv.headDim = headDim;
-    kv.type = TensorType::F32;
+    const PagedKv kv{.keys = dk.get(),
+                     .values = dv.get(),
+                     .blockTable = static_cast<const std::int32_t*>(dtable.get()),
+                     .blockSize = blockSize,
+                     .kvHeads = kvHeads,
+                     .headDim = headDim,
+                     .type = TensorType::F32};
     const float scale = 0.125f;
     ASSERT_EQ(cuda::attendPrefill(dq.floats(), tokens, heads, kv,
                                   static_cast<const std::int32_t*>(dlengths.get()), length, scale,
@@ -190,7 +188,10 @@ TEST_F(AttentionDecodeCuda, PrefillChunkIsCausalOverOneBlockTable) {
             double best = -INFINITY, total = 0.0;
             const auto row = [&](int t) {
                 return ((std::size_t(table[std::size_t(t / blockSize)]) * blockSize +
-                         std::size_t(t % blockSize)) * kvHeads + std::size_t(g)) * headDim;
+                         std::size_t(t % blockSize)) *
+                            kvHeads +
+                        std::size_t(g)) *
+                       headDim;
             };
             for (std::size_t t = 0; t < p.size(); ++t) {
                 double dot = 0.0;

@@ -68,9 +68,12 @@ TEST_F(ElementwiseCuda, ActivationsMatchTheCpuKernels) {
     const Kind kinds[] = {
         {cuda::Activation::SwiGlu, swiglu},
         {cuda::Activation::GeGlu, geglu},
-        {cuda::Activation::Silu, [](const float* a, const float*, float* o, std::int64_t k) { silu(a, o, k); }},
-        {cuda::Activation::Gelu, [](const float* a, const float*, float* o, std::int64_t k) { gelu(a, o, k); }},
-        {cuda::Activation::GeluErf, [](const float* a, const float*, float* o, std::int64_t k) { geluErf(a, o, k); }},
+        {cuda::Activation::Silu,
+         [](const float* a, const float*, float* o, std::int64_t k) { silu(a, o, k); }},
+        {cuda::Activation::Gelu,
+         [](const float* a, const float*, float* o, std::int64_t k) { gelu(a, o, k); }},
+        {cuda::Activation::GeluErf,
+         [](const float* a, const float*, float* o, std::int64_t k) { geluErf(a, o, k); }},
     };
     for (const Kind& kind : kinds) {
         ASSERT_EQ(cuda::activate(kind.kind, dx.floats(), dup.floats(), dout.floats(), n, nullptr),

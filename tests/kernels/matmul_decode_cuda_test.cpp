@@ -41,8 +41,8 @@ void checkProduct(TensorType type, const Product& p) {
     std::vector<float> weights(std::size_t(p.n * p.k));
     for (float& v : weights)
         v = normal(rng);
-    const std::int64_t rowBytes = p.k / tensorTypeInfo(type).blockElements *
-                                  tensorTypeInfo(type).blockBytes;
+    const std::int64_t rowBytes =
+        p.k / tensorTypeInfo(type).blockElements * tensorTypeInfo(type).blockBytes;
     std::vector<std::uint8_t> packed(std::size_t(p.n * rowBytes));
     std::vector<float> dequantized(weights.size());
     for (std::int64_t r = 0; r < p.n; ++r) {
@@ -60,8 +60,8 @@ void checkProduct(TensorType type, const Product& p) {
     ASSERT_NE(dw.get(), nullptr);
     ASSERT_EQ(cuda_test::upload(packed, dw), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(x, dx), cudaSuccess);
-    ASSERT_EQ(cuda::matmulDecode(type, dw.get(), p.n, p.k, dx.floats(), p.xStride, p.m,
-                                 dy.floats(), p.yStride, scratch.get(), nullptr),
+    ASSERT_EQ(cuda::matmulDecode(type, dw.get(), p.n, p.k, dx.floats(), p.xStride, p.m, dy.floats(),
+                                 p.yStride, scratch.get(), nullptr),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> y(std::size_t(p.m * p.yStride));
@@ -95,7 +95,7 @@ class MatmulDecodeCuda : public cuda_test::CudaTest {};
 TEST_F(MatmulDecodeCuda, MatchesFloat64OnTheDequantizedWeights) {
     for (TensorType type : kDecodeTypes) {
         for (std::int64_t m : {1, 3, 8}) {
-            checkProduct(type, {37, 256, m, 256, 40});     // fewer units than lanes
+            checkProduct(type, {37, 256, m, 256, 40});      // fewer units than lanes
             checkProduct(type, {130, 2816, m, 2816, 130});  // 88 units: lanes wrap, tail lanes idle
         }
         checkProduct(type, {5, 512, 2, 513, 9});  // odd activation stride: the float scalar path
@@ -127,9 +127,9 @@ TEST(MatmulDecodeCudaArguments, RejectsWhatItCannotCompute) {
     EXPECT_EQ(cuda::matmulDecode(TensorType::Q2_K, dummy, 1, 256, dummy, 256, 1, dummy, 1, dummy,
                                  nullptr),
               cudaErrorInvalidValue);
-    EXPECT_EQ(cuda::matmulDecode(TensorType::Q8_0, dummy, 1, 32, dummy, 32, 0, dummy, 1, dummy,
-                                 nullptr),
-              cudaErrorInvalidValue);
+    EXPECT_EQ(
+        cuda::matmulDecode(TensorType::Q8_0, dummy, 1, 32, dummy, 32, 0, dummy, 1, dummy, nullptr),
+        cudaErrorInvalidValue);
     EXPECT_EQ(cuda::matmulDecode(TensorType::Q8_0, dummy, 1, 32, dummy, 32,
                                  cuda::kMaxDecodeRows + 1, dummy, 1, dummy, nullptr),
               cudaErrorInvalidValue);
@@ -139,9 +139,9 @@ TEST(MatmulDecodeCudaArguments, RejectsWhatItCannotCompute) {
     EXPECT_EQ(cuda::matmulDecode(TensorType::Q8_0, dummy, 1, 32, dummy, 32, 1, dummy, 1, nullptr,
                                  nullptr),
               cudaErrorInvalidValue);  // quantised weights need the activation scratch
-    EXPECT_EQ(cuda::matmulDecode(TensorType::F16, dummy, 4, 32, dummy, 32, 2, dummy, 3, nullptr,
-                                 nullptr),
-              cudaErrorInvalidValue);  // output rows would overlap
+    EXPECT_EQ(
+        cuda::matmulDecode(TensorType::F16, dummy, 4, 32, dummy, 32, 2, dummy, 3, nullptr, nullptr),
+        cudaErrorInvalidValue);  // output rows would overlap
     EXPECT_EQ(cuda::matmulDecode(TensorType::Q8_0, nullptr, 0, 32, nullptr, 32, 1, nullptr, 1,
                                  nullptr, nullptr),
               cudaSuccess);  // nothing to compute

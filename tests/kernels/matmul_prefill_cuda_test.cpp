@@ -17,12 +17,12 @@ using cuda_test::DeviceBuffer;
 // rounded to bf16 (relative error at most 2^-9 each), so an output may be off by
 // sum_j |w_j x_j| * (2 * 2^-9 + 2^-18) plus the f32 accumulation's rounding.
 void checkPrefill(TensorType type, std::int64_t n, std::int64_t k, std::int64_t m) {
-    SCOPED_TRACE(::testing::Message() << tensorTypeInfo(type).name << " n=" << n << " k=" << k
-                                      << " m=" << m);
+    SCOPED_TRACE(::testing::Message()
+                 << tensorTypeInfo(type).name << " n=" << n << " k=" << k << " m=" << m);
     std::mt19937 rng(std::uint32_t(n * 31 + k + m * 7));
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    const std::int64_t rowBytes = k / tensorTypeInfo(type).blockElements *
-                                  tensorTypeInfo(type).blockBytes;
+    const std::int64_t rowBytes =
+        k / tensorTypeInfo(type).blockElements * tensorTypeInfo(type).blockBytes;
     std::vector<std::uint8_t> packed(std::size_t(n * rowBytes));
     std::vector<float> row(static_cast<std::size_t>(k)), weights(std::size_t(n * k));
     for (std::int64_t r = 0; r < n; ++r) {
@@ -74,14 +74,14 @@ TEST(MatmulPrefillCudaArguments, RejectsWhatItCannotCompute) {
     float dummy[4] = {};
     EXPECT_EQ(cuda::matmulPrefill(TensorType::Q8_0, dummy, 4, 48, dummy, 48, 2, dummy, 4, nullptr),
               cudaErrorInvalidValue);  // k not a multiple of 32
-    EXPECT_EQ(cuda::matmulPrefill(TensorType::Q4_K, dummy, 4, 128, dummy, 128, 2, dummy, 4,
-                                  nullptr),
-              cudaErrorInvalidValue);  // k not a whole super-block
+    EXPECT_EQ(
+        cuda::matmulPrefill(TensorType::Q4_K, dummy, 4, 128, dummy, 128, 2, dummy, 4, nullptr),
+        cudaErrorInvalidValue);  // k not a whole super-block
     EXPECT_EQ(cuda::matmulPrefill(TensorType::Q8_0, dummy, 4, 32, dummy, 32, 2, dummy, 3, nullptr),
               cudaErrorInvalidValue);  // output rows would overlap
-    EXPECT_EQ(cuda::matmulPrefill(TensorType::Q8_0, nullptr, 0, 32, nullptr, 32, 2, nullptr, 0,
-                                  nullptr),
-              cudaSuccess);  // nothing to compute
+    EXPECT_EQ(
+        cuda::matmulPrefill(TensorType::Q8_0, nullptr, 0, 32, nullptr, 32, 2, nullptr, 0, nullptr),
+        cudaSuccess);  // nothing to compute
 }
 
 }  // namespace

@@ -39,9 +39,9 @@ TEST_F(MoeCuda, RoutingPicksTheSortedExpertsAndWeighsThem) {
             ASSERT_EQ(cuda_test::upload(logits, dlogits), cudaSuccess);
             ASSERT_EQ(cuda_test::upload(bias, dbias), cudaSuccess);
             ASSERT_EQ(cuda::routeSigmoid(dlogits.floats(), rows, experts, stride,
-                                         withBias ? dbias.floats() : nullptr, used, normalise,
-                                         2.5f, static_cast<std::int32_t*>(dids.get()),
-                                         dweights.floats(), nullptr),
+                                         withBias ? dbias.floats() : nullptr, used, normalise, 2.5f,
+                                         static_cast<std::int32_t*>(dids.get()), dweights.floats(),
+                                         nullptr),
                       cudaSuccess);
             std::vector<std::int32_t> ids(std::size_t(rows * used));
             std::vector<float> weights(ids.size());
@@ -52,8 +52,8 @@ TEST_F(MoeCuda, RoutingPicksTheSortedExpertsAndWeighsThem) {
                 // The biased score in f32 as the kernel forms it, so that equal scores tie alike.
                 std::vector<float> score(static_cast<std::size_t>(experts));
                 for (int e = 0; e < experts; ++e)
-                    score[std::size_t(e)] = 1.0f / (1.0f + std::exp(-l[e])) +
-                                            (withBias ? bias[std::size_t(e)] : 0.0f);
+                    score[std::size_t(e)] =
+                        1.0f / (1.0f + std::exp(-l[e])) + (withBias ? bias[std::size_t(e)] : 0.0f);
                 std::vector<int> order(static_cast<std::size_t>(experts));
                 std::iota(order.begin(), order.end(), 0);
                 std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -179,8 +179,8 @@ TEST(MoeCudaArguments, RejectsRoutingItCannotDo) {
               cudaErrorInvalidValue);  // more experts used than there are
     EXPECT_EQ(cuda::routeSigmoid(dummy, 1, 2048, 2048, nullptr, 4, true, 1.0f, ids, dummy, nullptr),
               cudaErrorInvalidValue);
-    EXPECT_EQ(cuda::matmulDecodeGrouped(TensorType::Q8_0, dummy, 2, 4, 32, dummy, 32, 40000, ids,
-                                        2, dummy, 4, dummy, nullptr),
+    EXPECT_EQ(cuda::matmulDecodeGrouped(TensorType::Q8_0, dummy, 2, 4, 32, dummy, 32, 40000, ids, 2,
+                                        dummy, 4, dummy, nullptr),
               cudaErrorInvalidValue);  // more pairs than a grid holds
 }
 

@@ -3,6 +3,8 @@
 // product against a float64 product of the dequantised values. Runs on every machine where the
 // CUDA kernels are compiled in, GPU or not: the block layouts are the part of the kernels most
 // easily got wrong.
+#include "kernels/cuda/quant_units.cuh"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -10,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/quant_blocks.h"
-#include "kernels/cuda/quant_units.cuh"
 #include "kernels/quant.h"
 
 namespace iris::kernels {
@@ -63,9 +64,10 @@ TEST(QuantUnits, FloatRowsReadBackTheirValues) {
         std::vector<float> want;
         const std::vector<std::uint8_t> row = quantisedRow(type, want);
         for (std::int64_t j = 0; j < kRow; ++j) {
-            const float got = type == TensorType::F32   ? cuda::floatAt<TensorType::F32>(row.data(), j)
-                              : type == TensorType::F16 ? cuda::floatAt<TensorType::F16>(row.data(), j)
-                                                        : cuda::floatAt<TensorType::BF16>(row.data(), j);
+            const float got =
+                type == TensorType::F32   ? cuda::floatAt<TensorType::F32>(row.data(), j)
+                : type == TensorType::F16 ? cuda::floatAt<TensorType::F16>(row.data(), j)
+                                          : cuda::floatAt<TensorType::BF16>(row.data(), j);
             ASSERT_EQ(got, want[std::size_t(j)]) << tensorTypeInfo(type).name << " value " << j;
         }
     }

@@ -35,8 +35,9 @@ void checkAgainstReference(std::int64_t rows, std::int64_t cols, std::ptrdiff_t 
     ASSERT_EQ(cudaMemcpy(dw.floats(), w.data(), w.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(dy.floats(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     float* out = inPlace ? dx.floats() : dy.floats();
-    ASSERT_EQ(cuda::rmsNorm(dx.floats(), stride, dw.floats(), out, stride, rows, cols, 1e-6f, nullptr),
-              cudaSuccess);
+    ASSERT_EQ(
+        cuda::rmsNorm(dx.floats(), stride, dw.floats(), out, stride, rows, cols, 1e-6f, nullptr),
+        cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<float> got(x.size());
     ASSERT_EQ(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -35,8 +35,8 @@ TEST_F(SamplingCuda, TopCandidatesAreThePartialSortOfTheRow) {
                 scratch(std::size_t(cuda::topCandidatesScratchBytes(rows, vocab, k)));
             ASSERT_EQ(cuda_test::upload(logits, dlogits), cudaSuccess);
             ASSERT_EQ(cuda::topCandidates(dlogits.floats(), rows, vocab, stride, k,
-                                          static_cast<std::int32_t*>(dids.get()),
-                                          dvalues.floats(), scratch.get(), nullptr),
+                                          static_cast<std::int32_t*>(dids.get()), dvalues.floats(),
+                                          scratch.get(), nullptr),
                       cudaSuccess);
             std::vector<std::int32_t> ids(std::size_t(rows * k));
             std::vector<float> values(ids.size());
@@ -68,8 +68,8 @@ TEST_F(SamplingCuda, PenaltiesFollowTheSamplersFormula) {
     ASSERT_EQ(cuda_test::upload(ids, dids), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(counts, dcounts), cudaSuccess);
     ASSERT_EQ(cuda::applyPenalties(dlogits.floats(), static_cast<const std::int32_t*>(dids.get()),
-                                   static_cast<const std::int32_t*>(dcounts.get()), 3, 1.25f,
-                                   0.5f, 0.25f, nullptr),
+                                   static_cast<const std::int32_t*>(dcounts.get()), 3, 1.25f, 0.5f,
+                                   0.25f, nullptr),
               cudaSuccess);
     std::vector<float> got(logits.size());
     ASSERT_EQ(cuda_test::download(dlogits, got), cudaSuccess);
@@ -88,8 +88,8 @@ TEST(SamplingCudaArguments, RejectsWhatItCannotSelect) {
               cudaErrorInvalidValue);
     EXPECT_EQ(cuda::topCandidates(dummy, 1, 4, 4, 5, ids, dummy, dummy, nullptr),
               cudaErrorInvalidValue);  // more candidates than the vocabulary
-    EXPECT_EQ(cuda::topCandidates(dummy, 1, 1000, 1000, cuda::kMaxCandidates + 1, ids, dummy,
-                                  dummy, nullptr),
+    EXPECT_EQ(cuda::topCandidates(dummy, 1, 1000, 1000, cuda::kMaxCandidates + 1, ids, dummy, dummy,
+                                  nullptr),
               cudaErrorInvalidValue);
     EXPECT_EQ(cuda::topCandidates(dummy, 2, 4, 3, 1, ids, dummy, dummy, nullptr),
               cudaErrorInvalidValue);  // rows would overlap

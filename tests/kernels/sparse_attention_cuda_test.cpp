@@ -103,13 +103,13 @@ TEST_F(SparseAttentionCuda, BlockScoresSelectionAndAttentionMatchTheCpu) {
     const int rows = pages.seqs() * groups;
     DeviceBuffer dselected(std::size_t(rows) * topK * 4), dcounts(std::size_t(rows) * 4),
         selectScratch(std::size_t(cuda::selectTopBlocksScratchBytes(rows, maxBlocks, topK)));
-    ASSERT_EQ(cuda::selectTopBlocks(dscores.floats(), pages.seqs(), groups, lengthsOnDevice,
-                                    selectionBlock, maxBlocks, topK, localBlocks,
-                                    static_cast<std::int32_t*>(dselected.get()),
-                                    static_cast<std::int32_t*>(dcounts.get()), selectScratch.get(),
-                                    nullptr),
+    ASSERT_EQ(cuda::selectTopBlocks(
+                  dscores.floats(), pages.seqs(), groups, lengthsOnDevice, selectionBlock,
+                  maxBlocks, topK, localBlocks, static_cast<std::int32_t*>(dselected.get()),
+                  static_cast<std::int32_t*>(dcounts.get()), selectScratch.get(), nullptr),
               cudaSuccess);
-    std::vector<std::int32_t> selected(std::size_t(rows) * topK), counts(static_cast<std::size_t>(rows));
+    std::vector<std::int32_t> selected(std::size_t(rows) * topK),
+        counts(static_cast<std::size_t>(rows));
     ASSERT_EQ(cuda_test::download(dselected, selected), cudaSuccess);
     ASSERT_EQ(cuda_test::download(dcounts, counts), cudaSuccess);
     for (int row = 0; row < rows; ++row) {
@@ -126,26 +126,24 @@ TEST_F(SparseAttentionCuda, BlockScoresSelectionAndAttentionMatchTheCpu) {
 
     // 3. Attention over the selected blocks against the CPU's attendBlocks.
     DeviceBuffer dk(k.size() * 4), dv(v.size() * 4), dq(q.size() * 4), dout(q.size() * 4),
-        attendScratch(std::size_t(cuda::attendSelectedScratchBytes(pages.seqs(), heads, headDim,
-                                                                   topK, selectionBlock)));
+        attendScratch(std::size_t(
+            cuda::attendSelectedScratchBytes(pages.seqs(), heads, headDim, topK, selectionBlock)));
     ASSERT_EQ(cuda_test::upload(k, dk), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(v, dv), cudaSuccess);
     ASSERT_EQ(cuda_test::upload(q, dq), cudaSuccess);
-    PagedKv kv;
-    kv.keys = dk.get();
-    kv.values = dv.get();
-    kv.blockTable = tablesOnDevice;
-    kv.blockSize = pages.pageSize;
-    kv.kvHeads = groups;
-    kv.headDim = headDim;
-    kv.type = TensorType::F32;
+    const PagedKv kv{.keys = dk.get(),
+                     .values = dv.get(),
+                     .blockTable = tablesOnDevice,
+                     .blockSize = pages.pageSize,
+                     .kvHeads = groups,
+                     .headDim = headDim,
+                     .type = TensorType::F32};
     const float scale = 0.125f;
-    ASSERT_EQ(cuda::attendSelectedBlocks(dq.floats(), pages.seqs(), heads, kv, pages.tableStride,
-                                         lengthsOnDevice,
-                                         static_cast<const std::int32_t*>(dselected.get()),
-                                         static_cast<const std::int32_t*>(dcounts.get()), topK,
-                                         selectionBlock, scale, dout.floats(),
-                                         attendScratch.get(), nullptr),
+    ASSERT_EQ(cuda::attendSelectedBlocks(
+                  dq.floats(), pages.seqs(), heads, kv, pages.tableStride, lengthsOnDevice,
+                  static_cast<const std::int32_t*>(dselected.get()),
+                  static_cast<const std::int32_t*>(dcounts.get()), topK, selectionBlock, scale,
+                  dout.floats(), attendScratch.get(), nullptr),
               cudaSuccess);
     std::vector<float> got(q.size());
     ASSERT_EQ(cuda_test::download(dout, got), cudaSuccess);
@@ -158,9 +156,9 @@ TEST_F(SparseAttentionCuda, BlockScoresSelectionAndAttentionMatchTheCpu) {
         for (int g = 0; g < groups; ++g) {
             const std::size_t row = std::size_t(s) * groups + std::size_t(g);
             attendBlocks(&q[std::size_t(s) * heads * headDim], heads, hostKv,
-                         pages.lengths[std::size_t(s)], scale, &selected[row * topK],
-                         counts[row], selectionBlock, &want[std::size_t(s) * heads * headDim],
-                         cpuScratch.data(), g * group, (g + 1) * group);
+                         pages.lengths[std::size_t(s)], scale, &selected[row * topK], counts[row],
+                         selectionBlock, &want[std::size_t(s) * heads * headDim], cpuScratch.data(),
+                         g * group, (g + 1) * group);
         }
     }
     for (std::size_t i = 0; i < got.size(); ++i)

@@ -168,10 +168,10 @@ int main(int argc, char** argv) {
     const double bandwidth = copyBandwidth(repeat);
     std::printf("device: %s (sm_%d%d, %d SMs), device-to-device copy %.0f GB/s (read + write)\n",
                 props.name, props.major, props.minor, props.multiProcessorCount, bandwidth / 1e9);
-    const Shape shapes[] = {{"attn_qkv", 4608, 3584}, {"ffn_up", 18944, 3584},
-                            {"ffn_down", 3584, 18944}};
-    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0,
-                            TensorType::Q4_0, TensorType::F16, TensorType::BF16}) {
+    const Shape shapes[] = {
+        {"attn_qkv", 4608, 3584}, {"ffn_up", 18944, 3584}, {"ffn_down", 3584, 18944}};
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q4_0,
+                            TensorType::F16, TensorType::BF16}) {
         for (const Shape& shape : shapes)
             for (std::int64_t m : {1, 4})
                 benchProduct(type, shape, m, repeat, bandwidth);

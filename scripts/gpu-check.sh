@@ -27,8 +27,9 @@ export PATH="$PATH:/usr/local/cuda/bin"
 
 {
     echo "== $(date -u +%FT%TZ) GPU check of $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv
-    nvcc --version | tail -2
+    nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv \
+        || echo "nvidia-smi: not available"
+    nvcc --version | tail -2 || echo "nvcc: not found"
 } 2>&1 | tee "$out/gpu-check.log"
 
 generator=()
@@ -47,7 +48,12 @@ echo "== CUDA tests" | tee -a "$out/gpu-check.log"
 "$tests" --gtest_filter='*Cuda*' --gtest_brief=1 2>&1 | tee -a "$out/gpu-check.log" || status=1
 if grep -q "SKIPPED" "$out/gpu-check.log"; then status=1; fi
 echo "== the CUDA tests under compute-sanitizer (memcheck, then racecheck)" | tee -a "$out/gpu-check.log"
+if ! command -v compute-sanitizer > /dev/null; then
+    echo "compute-sanitizer: not found (it comes with the CUDA toolkit); not run" | tee -a "$out/gpu-check.log"
+    status=1
+fi
 for tool in memcheck racecheck; do
+    command -v compute-sanitizer > /dev/null || break
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter='*Cuda*' \
         --gtest_brief=1 2>&1 | tail -4 | tee -a "$out/gpu-check.log" || status=1
 done

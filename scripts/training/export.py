@@ -10,6 +10,7 @@ docs/qwen25vl.md section 2, docs/tiny-model.md.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -138,8 +139,7 @@ def export(m, tokenizer, out_dir, matrix_type="f16", name="iris-tiny-cua", packe
     mmproj_path = os.path.join(out_dir, name + ".mmproj.gguf")
     decoder_file(m, tokenizer, matrix_type, name).write(packer, work, "decoder", model_path)
     mmproj_file(m, matrix_type, name).write(packer, work, "mmproj", mmproj_path)
-    for stem in ("decoder", "mmproj"):
-        os.remove(os.path.join(work, stem + ".f32"))  # the blobs are only for the packer
+    shutil.rmtree(work)  # the manifests and blobs are only for the packer
     return model_path, mmproj_path
 
 

@@ -6,8 +6,10 @@ import prompt
 
 
 def documents(examples):
-    """`examples`: dicts with "instruction" and "answer" (the dataset's examples.jsonl rows)."""
-    docs = [prompt.DEFAULT_SYSTEM, prompt.uitars_system_prompt()]
+    """`examples`: dicts with "instruction" and "answer" (the dataset's examples.jsonl rows).
+    The fixed prompt text is repeated once per example, as often as the model reads it, so that
+    its words become single tokens before rarer ones."""
+    docs = [prompt.DEFAULT_SYSTEM, prompt.uitars_system_prompt()] * max(1, len(examples))
     docs += ["<|im_start|>system\n", "<|im_end|>\n<|im_start|>user\n", "<|im_start|>assistant\n"]
     docs += [f"(screenshot of step {i} omitted)" for i in range(1, 21)]
     docs += [str(n) for n in range(0, 4096)]

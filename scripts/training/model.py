@@ -40,7 +40,7 @@ class Config:
     v_ffn: int = 384
     v_wa_pattern: int = 2  # block b attends over the whole image when (b + 1) % this == 0
     v_eps: float = 1e-6
-    max_pixels: int = 1003520  # the image budget the model is trained and run with
+    max_pixels: int = 313600  # image budget (400 merged tokens): 1280x800 -> 700x420
 
     @property
     def head_dim(self):
@@ -314,4 +314,23 @@ def count_parameters(c: Config):
     m = TinyVlm(c)
     tower = sum(p.numel() for p in m.tower.parameters())
     decoder = sum(p.numel() for p in m.decoder.parameters())
+    return tower, decoder
+
+
+def forward_flops(c: Config, image_width, image_height, text_tokens):
+    """Multiply-adds x 2 of one forward pass: the tower on a width x height image (already at its
+    model size) and the decoder on `text_tokens` text tokens plus the image's tokens. Training
+    costs about three times this (forward, and backward for activations and weights)."""
+    patches = (image_width // PATCH) * (image_height // PATCH)
+    w, f = c.v_width, c.v_ffn
+    full_blocks = sum(1 for b in range(c.v_blocks) if (b + 1) % c.v_wa_pattern == 0)
+    window_patches = (WINDOW // PATCH) ** 2
+    tower = 2 * patches * 3 * 2 * PATCH * PATCH * w
+    tower += c.v_blocks * 2 * patches * (4 * w * w + 3 * w * f)
+    tower += full_blocks * 4 * patches * patches * w
+    tower += (c.v_blocks - full_blocks) * 4 * patches * window_patches * w
+    tower += 2 * (patches // 4) * (16 * w * w + 4 * w * c.hidden)
+    n, e, hd = text_tokens + patches // 4, c.hidden, c.head_dim
+    per_layer = 2 * e * (c.heads * hd) * 2 + 2 * e * (c.kv_heads * hd) * 2 + 3 * 2 * e * c.ffn
+    decoder = c.layers * (n * per_layer + 2 * n * n * c.heads * hd)  # causal: half of 4 n^2 d
     return tower, decoder

@@ -214,6 +214,8 @@ def main():
         if step % args.checkpoint_every == 0:
             save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
     train_seconds = time.time() - train_started
+    flops = 3 * sum(sum(tiny.forward_flops(config, e.row["image_width"], e.row["image_height"],
+                                           len(e.ids))) for e in examples) / len(examples)
     save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
     plot_losses(losses, os.path.join(args.out, "loss.png"))
 
@@ -228,6 +230,8 @@ def main():
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
+        "train_gflop_per_example": round(flops / 1e9, 2),
+        "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),
         "first_loss": losses[0] if losses else None,
         "last_loss": float(np.mean(losses[-10:])) if losses else None,
         "held_out_exact": f"{exact}/{len(answers)}", "held_out_samples": answers[:5],
@@ -235,7 +239,8 @@ def main():
     }
     with open(os.path.join(args.out, "run.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
-    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "first_loss", "last_loss",
+    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "effective_gflops", "first_loss",
+                                             "last_loss",
                                              "held_out_exact", "files")}, indent=1))
 
 

@@ -106,6 +106,11 @@ def main():
         "last_logits": logits[-4:].flatten().tolist(),
         "greedy": tokens, "greedy_max_tokens": 6,
         "tokenizer_cases": [{"text": s, "ids": vocab.encode(s)} for s in strings],
+        # The agent's prompt for steps 1, 2 and 4 of a task (prompt.py), which Iris's prompt
+        # builder and chat template must write identically.
+        "prompt_cases": [{"instruction": INSTRUCTIONS[k], "history": ANSWERS[:k],
+                          "prompt": prompt.render(INSTRUCTIONS[k], ANSWERS[:k])}
+                         for k in (0, 1, 3)],
     }
     with open(os.path.join(args.out, "reference.json"), "w", encoding="utf-8") as f:
         json.dump(reference, f, ensure_ascii=False)

@@ -18,9 +18,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "inference/gguf/gguf_writer.h"
@@ -118,7 +119,8 @@ Status pack(const fs::path& manifestPath, const fs::path& out) {
     try {
         for (const json& entry : manifest.at("metadata")) {
             const std::string key = entry.at(0).get<std::string>();
-            Result<GgufValue> value = metadataValue(key, entry.at(1).get<std::string>(), entry.at(2));
+            Result<GgufValue> value =
+                metadataValue(key, entry.at(1).get<std::string>(), entry.at(2));
             if (!value) return value.status();
             writer.set(key, std::move(*value));
         }

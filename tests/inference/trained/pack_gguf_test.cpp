@@ -10,9 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include "base/temporary_folder.h"
 #include "inference/gguf/gguf_file.h"
@@ -40,9 +39,9 @@ protected:
     // Runs the packer on `manifest`; its exit status and what it printed to stderr.
     int pack(const std::string& manifest, std::string& errors) {
         std::ofstream(dir() / "m.json") << manifest;
-        const std::string command = std::string(IRIS_PACK_GGUF) + " " + (dir() / "m.json").string() +
-                                    " " + (dir() / "out.gguf").string() + " >/dev/null 2>" +
-                                    (dir() / "err.txt").string();
+        const std::string command =
+            std::string(IRIS_PACK_GGUF) + " " + (dir() / "m.json").string() + " " +
+            (dir() / "out.gguf").string() + " >/dev/null 2>" + (dir() / "err.txt").string();
         const int status = std::system(command.c_str());
         std::ifstream in(dir() / "err.txt");
         errors.assign(std::istreambuf_iterator<char>(in), {});
@@ -106,9 +105,9 @@ TEST_F(PackGgufTest, RefusesValuesPastTheBlob) {
 
 TEST_F(PackGgufTest, RefusesAValueOfTheWrongType) {
     std::string errors;
-    EXPECT_EQ(pack(R"({"data": "t.f32", "metadata": [["n", "uint32", "seven"]], "tensors": []})",
-                   errors),
-              1);
+    EXPECT_EQ(
+        pack(R"({"data": "t.f32", "metadata": [["n", "uint32", "seven"]], "tensors": []})", errors),
+        1);
     EXPECT_NE(errors.find("metadata n"), std::string::npos) << errors;
 }
 

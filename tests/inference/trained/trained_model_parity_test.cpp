@@ -16,10 +16,10 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "inference/engine.h"
 #include "inference/gguf/gguf_file.h"
@@ -139,8 +139,8 @@ TEST_F(TrainedModelParityTest, LogitsOfThePromptMatchTorch) {
     std::vector<TokenPosition> positions;
     for (std::size_t i = 0; i < imageAt; ++i)
         positions.push_back(textPosition(std::int32_t(i)));
-    std::int32_t next = appendImagePositions(std::int32_t(imageAt), mergedH, mergedW, true,
-                                             positions);
+    std::int32_t next =
+        appendImagePositions(std::int32_t(imageAt), mergedH, mergedW, true, positions);
     for (std::size_t i = imageAt + 1; i < ids.size(); ++i)
         positions.push_back(textPosition(next++));
 

@@ -9,8 +9,6 @@
 // merger, the image positions or the tensor names shows up here as an O(1) relative error; f32
 // rounding over these depths stays below 1e-5 of the largest value (measured: see the
 // tolerances below).
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +24,7 @@
 #include "inference/kv_cache.h"
 #include "inference/models/model.h"
 #include "inference/vision/image_positions.h"
+#include "tests/inference/llama_cpp/parity_checks.h"
 
 namespace iris::inference {
 namespace {
@@ -51,13 +50,46 @@ const json& reference() {
     return value;
 }
 
-double relativeError(const std::vector<float>& got, const std::vector<double>& want) {
-    double maxDiff = 0, maxRef = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - want[i]));
-        maxRef = std::max(maxRef, std::fabs(want[i]));
+// Prints the measured error (docs/tiny-model.md quotes it) and checks it.
+void expectClose(const char* what, const std::vector<float>& got, const char* key,
+                 double tolerance) {
+    const double error = testing::relativeError(got, reference()[key].get<std::vector<double>>());
+    std::cout << what << ": relative error " << error << '\n';
+    EXPECT_LT(error, tolerance);
+}
+
+// The prompt's tokens with the image's rows in place of its <|image_pad|> (at `imageAt`), each at
+// the KV slot of its index and the position Iris's image_positions gives (M-RoPE); logits for
+// the last `withLogits`.
+std::vector<TokenInput> promptBatch(const std::vector<std::int32_t>& ids, std::size_t imageAt,
+                                    const ImagePatches& patches, const std::vector<float>& rows,
+                                    std::int64_t width, std::size_t withLogits) {
+    const std::int64_t mergedH = patches.gridH / 2, mergedW = patches.gridW / 2;
+    std::vector<TokenPosition> positions;
+    for (std::size_t i = 0; i < imageAt; ++i)
+        positions.push_back(textPosition(std::int32_t(i)));
+    std::int32_t next =
+        appendImagePositions(std::int32_t(imageAt), mergedH, mergedW, true, positions);
+    for (std::size_t i = imageAt + 1; i < ids.size(); ++i)
+        positions.push_back(textPosition(next++));
+
+    std::vector<TokenInput> batch;
+    const std::size_t imageTokens = std::size_t(mergedH * mergedW);
+    for (std::size_t slot = 0; slot < positions.size(); ++slot) {
+        TokenInput in;
+        in.slot = std::int64_t(slot);
+        in.position = positions[slot];
+        in.wantLogits = slot + withLogits >= positions.size();
+        if (slot < imageAt) {
+            in.token = ids[slot];
+        } else if (slot < imageAt + imageTokens) {
+            in.embedding = rows.data() + (slot - imageAt) * std::size_t(width);
+        } else {
+            in.token = ids[slot - imageTokens + 1];
+        }
+        batch.push_back(in);
     }
-    return maxDiff / maxRef;
+    return batch;
 }
 
 class TrainedModelParityTest : public ::testing::Test {
@@ -111,15 +143,11 @@ TEST_F(TrainedModelParityTest, VisionTowerMatchesTorch) {
     EXPECT_EQ(patches->gridW, reference()["grid"][1].get<std::int64_t>());
     Result<std::shared_ptr<const std::vector<float>>> rows = s_engine->imageEmbeddings(*patches);
     ASSERT_TRUE(rows) << rows.status().message();
-    const std::vector<double> want = reference()["tower"].get<std::vector<double>>();
-    ASSERT_EQ((*rows)->size(), want.size());
-    const double error = relativeError(**rows, want);
-    std::cout << "tower: relative error " << error << '\n';
-    EXPECT_LT(error, kTowerTolerance);
+    expectClose("tower", **rows, "tower", kTowerTolerance);
 }
 
-// The decoder on the prompt with the tower's rows in place of <|image_pad|>, at the positions
-// Iris's image_positions gives (M-RoPE), through Model::forward.
+// The decoder on the prompt with the tower's rows in place of <|image_pad|>, through
+// Model::forward.
 TEST_F(TrainedModelParityTest, LogitsOfThePromptMatchTorch) {
     ASSERT_NE(s_engine, nullptr);
     const std::shared_ptr<const ImagePatches> patches = image();
@@ -133,35 +161,10 @@ TEST_F(TrainedModelParityTest, LogitsOfThePromptMatchTorch) {
     ASSERT_TRUE(file) << file.status().message();
     Result<std::unique_ptr<Model>> model = createModel(*file);
     ASSERT_TRUE(model) << model.status().message();
-    const std::int64_t width = (*model)->config().hiddenSize;
-    const std::int64_t mergedH = patches->gridH / 2, mergedW = patches->gridW / 2;
-
-    std::vector<TokenPosition> positions;
-    for (std::size_t i = 0; i < imageAt; ++i)
-        positions.push_back(textPosition(std::int32_t(i)));
-    std::int32_t next =
-        appendImagePositions(std::int32_t(imageAt), mergedH, mergedW, true, positions);
-    for (std::size_t i = imageAt + 1; i < ids.size(); ++i)
-        positions.push_back(textPosition(next++));
-
-    std::vector<TokenInput> batch;
-    const std::size_t imageTokens = std::size_t(mergedH * mergedW);
-    for (std::size_t slot = 0; slot < positions.size(); ++slot) {
-        TokenInput in;
-        in.slot = std::int64_t(slot);
-        in.position = positions[slot];
-        in.wantLogits = slot + 4 >= positions.size();
-        if (slot < imageAt) {
-            in.token = ids[slot];
-        } else if (slot < imageAt + imageTokens) {
-            in.embedding = (*rows)->data() + (slot - imageAt) * std::size_t(width);
-        } else {
-            in.token = ids[slot - imageTokens + 1];
-        }
-        batch.push_back(in);
-    }
+    std::vector<TokenInput> batch =
+        promptBatch(ids, imageAt, *patches, **rows, (*model)->config().hiddenSize, 4);
     Result<KvCache> cache = KvCache::create((*model)->kvCacheOptions(
-        std::int64_t(positions.size() / 16 + 2), 16, kernels::TensorType::F32));
+        std::int64_t(batch.size() / 16 + 2), 16, kernels::TensorType::F32));
     ASSERT_TRUE(cache) << cache.status().message();
     const SequenceId sequence = cache->newSequence();
     ASSERT_TRUE(cache->extend(sequence, std::int64_t(batch.size())).isOk());
@@ -171,11 +174,7 @@ TEST_F(TrainedModelParityTest, LogitsOfThePromptMatchTorch) {
     std::vector<float> logits;
     const Status status = (*model)->forward(batch, *cache, pool, logits);
     ASSERT_TRUE(status.isOk()) << status.message();
-    const std::vector<double> want = reference()["last_logits"].get<std::vector<double>>();
-    ASSERT_EQ(logits.size(), want.size());
-    const double error = relativeError(logits, want);
-    std::cout << "logits: relative error " << error << '\n';
-    EXPECT_LT(error, kLogitTolerance);
+    expectClose("logits", logits, "last_logits", kLogitTolerance);
 }
 
 // The whole path the agent takes: one <|image_pad|> expanded by splitAtPlaceholders, a session,

@@ -62,7 +62,7 @@ def greedy(m, ids, image_at, patches, grid, image_id, end_id, steps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--seed", type=int, default=6)  # greedy varies; margins >= 0.004
+    parser.add_argument("--seed", type=int, default=6)  # greedy varies; margins >= 0.0013
     args = parser.parse_args()
     torch.manual_seed(0)
     examples = [{"instruction": i, "answer": a} for i in INSTRUCTIONS for a in ANSWERS]

@@ -80,8 +80,13 @@ def train(texts, vocab_size):
     budget = vocab_size - 256 - len(SPECIAL_TOKENS)
     while heap and len(merges) < budget:
         count, pair = heapq.heappop(heap)
-        if pairs.get(pair, 0) != -count or -count < 2:
-            continue  # stale entry (the count changed) or nothing worth merging
+        current = pairs.get(pair, 0)
+        if current != -count:  # the count fell since this entry was pushed: queue it again
+            if current >= 2:
+                heapq.heappush(heap, (-current, pair))
+            continue
+        if current < 2:
+            break  # no pair occurs twice
         merges.append(pair)
         joined = pair[0] + pair[1]
         for i in sorted(where.pop(pair, ())):

@@ -51,7 +51,9 @@ def main():
         line = f"{row['id']}: want {row['answer']!r}  iris {iris!r}"
         correct += iris == row["answer"]
         if args.llama:
-            llama = run([args.llama, "--jinja", *common]).strip()
+            # --no-escape: llama.cpp would otherwise turn the prompt's literal \n, \' and \"
+            # (UI-TARS's action list has them) into other characters.
+            llama = run([args.llama, "--jinja", "--no-escape", *common]).strip()
             agree += llama == iris
             line += f"  llama.cpp {llama!r}"
         print(line, flush=True)

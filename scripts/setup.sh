@@ -9,7 +9,7 @@
 #   scripts/setup.sh build [PRESET]       build only (dev, release or asan; default release)
 #   scripts/setup.sh deps                 install the Debian packages only
 #   scripts/setup.sh training             also the training packages (PyTorch; opt-in, not for CI),
-#                                         then build iris_pack_gguf (scripts/training/, docs/tiny-model.md)
+#                                         and builds iris_pack_gguf (docs/tiny-model.md)
 #
 # Works as root with no terminal (CI); as another user it asks sudo for the apt step.
 set -euo pipefail

@@ -22,7 +22,8 @@ COLOURS = [(52, 101, 164), (204, 0, 0), (78, 154, 6), (117, 80, 123), (196, 160,
 
 
 def page(rng, width, height):
-    image = Image.new("RGB", (width, height), (245, 245, 245) if rng.random() < 0.5 else (30, 30, 35))
+    background = (245, 245, 245) if rng.random() < 0.5 else (30, 30, 35)
+    image = Image.new("RGB", (width, height), background)
     draw = ImageDraw.Draw(image)
     buttons = []
     for label in rng.sample(LABELS, 4):

@@ -47,10 +47,11 @@ def check_image_sizes(rows, config):
            != (r["image_width"], r["image_height"])]
     if bad:
         r = bad[0]
+        want = tiny.smart_resize(r["screen_width"], r["screen_height"], config.max_pixels)
         print(f"warning: {len(bad)} examples are not at the size max_pixels={config.max_pixels} "
               f"gives their screen, e.g. {r['id']}: screen {r['screen_width']}x"
-              f"{r['screen_height']} -> {tiny.smart_resize(r['screen_width'], r['screen_height'], config.max_pixels)}"
-              f", image {r['image_width']}x{r['image_height']}")
+              f"{r['screen_height']} -> {want[0]}x{want[1]}, image {r['image_width']}x"
+              f"{r['image_height']}")
 
 
 class Encoded:
@@ -239,8 +240,8 @@ def main():
     }
     with open(os.path.join(args.out, "run.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
-    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "effective_gflops", "first_loss",
-                                             "last_loss",
+    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "effective_gflops",
+                                             "first_loss", "last_loss",
                                              "held_out_exact", "files")}, indent=1))
 
 

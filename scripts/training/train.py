@@ -1,0 +1,249 @@
+"""Trains the tiny computer-use model (docs/tiny-model.md) on a generated dataset and exports the
+two GGUF files Iris ships. One command, fixed seeds, 2 threads:
+
+    nice -n 19 /usr/bin/python3 scripts/training/train.py --data DATASET_DIR --out RUN_DIR \\
+        [--minutes 180] [--steps N] [--batch 8] [--lr 1e-3] [--config tiny.json]
+
+RUN_DIR gets: tokenizer.json, checkpoint.pt (every --checkpoint-every steps and at the end; pass
+--resume to continue from it), log.jsonl (loss per step), loss.png, run.json (data size, steps,
+time, losses, held-out exact-match) and gguf/iris-tiny-cua.gguf + .mmproj.gguf.
+
+Each example is one agent step rendered exactly as Iris's agent renders it for this model
+(prompt.py); the loss is the cross-entropy of the answer's tokens and the <|im_end|> after it.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image, ImageDraw
+
+import corpus
+import export
+import model as tiny
+import prompt
+import tokenizer as tok
+
+
+def load_examples(data_dir):
+    with open(os.path.join(data_dir, "examples.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    train = [r for r in rows if r.get("split", "train") == "train"]
+    held = [r for r in rows if r.get("split", "train") != "train"]
+    return train, held
+
+
+def check_image_sizes(rows, config):
+    """Iris resizes a screen_width x screen_height screenshot with the model's pixel budget; the
+    dataset's images must already have that size, or the model learns another coordinate frame."""
+    bad = [r for r in rows if tiny.smart_resize(r["screen_width"], r["screen_height"],
+                                                config.max_pixels)
+           != (r["image_width"], r["image_height"])]
+    if bad:
+        r = bad[0]
+        want = tiny.smart_resize(r["screen_width"], r["screen_height"], config.max_pixels)
+        print(f"warning: {len(bad)} examples are not at the size max_pixels={config.max_pixels} "
+              f"gives their screen, e.g. {r['id']}: screen {r['screen_width']}x"
+              f"{r['screen_height']} -> {want[0]}x{want[1]}, image {r['image_width']}x"
+              f"{r['image_height']}")
+
+
+class Encoded:
+    """One example as token ids: the prompt (with one <|image_pad|>) then the answer."""
+
+    def __init__(self, row, vocab, data_dir):
+        self.row = row
+        prompt_ids = vocab.encode(prompt.render(row["instruction"], row["history"]))
+        answer_ids = vocab.encode(prompt.answer_text(row["answer"]))
+        self.ids = torch.tensor(prompt_ids + answer_ids)
+        self.prompt_length = len(prompt_ids)
+        self.image_at = prompt_ids.index(vocab.token_id("<|image_pad|>"))
+        self.image_path = os.path.join(data_dir, row["image"])
+
+    def patches(self):
+        rgb = np.asarray(Image.open(self.image_path).convert("RGB"))
+        patches, grid = tiny.image_patches(rgb)
+        return torch.from_numpy(patches), grid
+
+    def targets(self):
+        """(rows whose logits predict the answer, the answer's ids)."""
+        rows = torch.arange(self.prompt_length - 1, len(self.ids) - 1)
+        return rows, self.ids[self.prompt_length:]
+
+
+def example_loss(m, example, image_id):
+    patches, grid = example.patches()
+    rows, targets = example.targets()
+    logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows)
+    return F.cross_entropy(logits, targets, reduction="sum"), len(targets)
+
+
+def learning_rate(step, steps, peak, warmup):
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))))
+
+
+@torch.no_grad()
+def greedy_answer(m, example, vocab, max_tokens=40):
+    patches, grid = example.patches()
+    ids = example.ids[:example.prompt_length].tolist()
+    end, image_id, out = vocab.token_id("<|im_end|>"), vocab.token_id("<|image_pad|>"), []
+    for _ in range(max_tokens):  # no KV cache: fine for a few held-out checks
+        logits = m(torch.tensor(ids + out), example.image_at, patches, grid, image_id,
+                   logits_at=torch.tensor([len(ids) + len(out) - 1]))
+        nxt = int(logits[-1].argmax())
+        if nxt == end:
+            break
+        out.append(nxt)
+    return vocab.decode(out)
+
+
+def plot_losses(losses, path):
+    """A loss curve as a PNG, drawn with Pillow (no plotting library needed)."""
+    width, height, pad = 800, 450, 50
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([pad, pad, width - pad, height - pad], outline="black")
+    if losses:
+        top = max(losses)
+        xs = [pad + (width - 2 * pad) * i / max(1, len(losses) - 1) for i in range(len(losses))]
+        ys = [height - pad - (height - 2 * pad) * v / top for v in losses]
+        draw.line(list(zip(xs, ys)), fill=(52, 101, 164), width=2)
+        draw.text((pad, pad - 20), f"training loss per answer token (max {top:.3f}, last "
+                                   f"{losses[-1]:.3f}), {len(losses)} steps", fill="black")
+        draw.text((pad - 30, height - pad - 5), "0", fill="black")
+        draw.text((width - pad - 30, height - pad + 8), f"step {len(losses)}", fill="black")
+    image.save(path)
+
+
+def save_checkpoint(path, m, optimizer, vocab, step, losses):
+    torch.save({"config": m.c.to_json(), "model": m.state_dict(), "merges": vocab.merges,
+                "optimizer": optimizer.state_dict(), "step": step, "losses": losses}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--config", help="JSON of model.Config fields (default: Config())")
+    parser.add_argument("--steps", type=int, default=100000, help="optimizer steps at most")
+    parser.add_argument("--minutes", type=float, default=170.0, help="training wall time at most")
+    parser.add_argument("--batch", type=int, default=8, help="examples per optimizer step")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--checkpoint-every", type=int, default=200)
+    parser.add_argument("--eval", type=int, default=20, help="held-out examples to decode")
+    parser.add_argument("--export-type", default="f16", choices=["f32", "f16", "bf16", "q8_0"])
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    started = time.time()
+
+    config = tiny.Config()
+    if args.config:
+        with open(args.config, encoding="utf-8") as f:
+            config = tiny.Config.from_json(f.read())
+    train_rows, held_rows = load_examples(args.data)
+    check_image_sizes(train_rows + held_rows, config)
+    checkpoint_path = os.path.join(args.out, "checkpoint.pt")
+    state = torch.load(checkpoint_path) if args.resume else None
+    if state:
+        vocab = tok.Tokenizer(state["merges"])
+        config = tiny.Config.from_json(state["config"])
+    else:
+        vocab = tok.Tokenizer(tok.train(corpus.documents(train_rows), config.vocab))
+    config.vocab = len(vocab)
+    vocab.save(os.path.join(args.out, "tokenizer.json"))
+    m = tiny.TinyVlm(config)
+    m.init_weights(args.seed)
+    decay = [p for p in m.parameters() if p.dim() > 1]
+    no_decay = [p for p in m.parameters() if p.dim() <= 1]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.lr, betas=(0.9, 0.95))
+    step, losses = 0, []
+    if state:
+        m.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, losses = state["step"], state["losses"]
+
+    examples = [Encoded(r, vocab, args.data) for r in train_rows]
+    held = [Encoded(r, vocab, args.data) for r in held_rows[:args.eval]]
+    image_id = vocab.token_id("<|image_pad|>")
+    tower, decoder = tiny.count_parameters(config)
+    print(f"{len(examples)} training examples, {len(held_rows)} held out; vocabulary "
+          f"{len(vocab)}; parameters: tower {tower / 1e6:.2f} M, decoder {decoder / 1e6:.2f} M")
+
+    order = random.Random(args.seed)
+    log = open(os.path.join(args.out, "log.jsonl"), "a", encoding="utf-8")
+    train_started = time.time()
+    while step < args.steps and time.time() - train_started < args.minutes * 60:
+        lr = learning_rate(step, args.steps, args.lr, args.warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        optimizer.zero_grad()
+        total, count = 0.0, 0
+        for example in order.choices(examples, k=args.batch):
+            loss, n = example_loss(m, example, image_id)
+            (loss / args.batch).backward()
+            total, count = total + float(loss), count + n
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        losses.append(total / count)
+        log.write(json.dumps({"step": step, "loss": losses[-1], "lr": lr,
+                              "seconds": round(time.time() - train_started, 1)}) + "\n")
+        log.flush()
+        if step % 10 == 0:
+            print(f"step {step}: loss {losses[-1]:.4f} lr {lr:.2e} "
+                  f"{time.time() - train_started:.0f} s", flush=True)
+        if step % args.checkpoint_every == 0:
+            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
+    train_seconds = time.time() - train_started
+    flops = 3 * sum(sum(tiny.forward_flops(config, e.row["image_width"], e.row["image_height"],
+                                           len(e.ids))) for e in examples) / len(examples)
+    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
+    plot_losses(losses, os.path.join(args.out, "loss.png"))
+
+    m.eval()
+    answers = [(e.row["answer"], greedy_answer(m, e, vocab)) for e in held]
+    exact = sum(want == got for want, got in answers)
+    model_path, mmproj_path = export.export(m, vocab, os.path.join(args.out, "gguf"),
+                                            args.export_type)
+    record = {
+        "data": os.path.abspath(args.data), "train_examples": len(examples),
+        "held_out_examples": len(held_rows), "config": json.loads(config.to_json()),
+        "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
+        "lr": args.lr, "seed": args.seed, "threads": args.threads,
+        "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
+        "train_gflop_per_example": round(flops / 1e9, 2),
+        "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),
+        "first_loss": losses[0] if losses else None,
+        "last_loss": float(np.mean(losses[-10:])) if losses else None,
+        "held_out_exact": f"{exact}/{len(answers)}", "held_out_samples": answers[:5],
+        "files": {p: os.path.getsize(p) for p in (model_path, mmproj_path)},
+    }
+    with open(os.path.join(args.out, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "effective_gflops",
+                                             "first_loss", "last_loss",
+                                             "held_out_exact", "files")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

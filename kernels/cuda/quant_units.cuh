@@ -30,7 +30,7 @@ struct Unit32 {
 // Per-byte a - b, wrapping (__vsub4 on the device).
 __host__ __device__ inline std::uint32_t subBytes(std::uint32_t a, std::uint32_t b) {
 #ifdef __CUDA_ARCH__
-    return subBytes(a, b);
+    return __vsub4(a, b);
 #else
     std::uint32_t r = 0;
     for (int i = 0; i < 4; ++i)

@@ -39,7 +39,9 @@ constexpr std::array kFiles = {"budget.xlsx",   "notes.txt",    "report.pdf",  "
 constexpr std::array kProducts = {"Desk lamp",  "Coffee mug",  "Wool scarf",  "Notebook",
                                   "Backpack",   "Water bottle", "Headphones", "Plant pot",
                                   "Wall clock", "Tea kettle",  "Bike light",  "Yoga mat",
-                                  "Sunglasses", "Umbrella",    "Candle set",  "Phone stand"};
+                                  "Sunglasses", "Umbrella",    "Candle set",  "Phone stand",
+                                  "Chess set",  "Travel mug",  "Desk fan",    "Pillow",
+                                  "Picture frame", "Key ring", "Sketchbook",  "Lunch box"};
 constexpr std::array kArticles = {"Ten tips for better sleep", "How bridges are built",
                                   "A week in Kyoto",           "Why cats purr",
                                   "The history of coffee",     "Learning to draw",
@@ -465,7 +467,7 @@ void tableFiles(Builder& b) {
     SplitMix64& r = b.random;
     b.title = "Files";
     const bool longList = r.below(3) == 0;
-    const std::vector<std::string> names = distinct(r, kFiles, longList ? r.between(28, 36) : r.between(4, 8));
+    const std::vector<std::string> names = distinct(r, kFiles, longList ? r.between(14, 20) : r.between(4, 8));
     const std::vector<std::string> actions = r.below(2) ? std::vector<std::string>{"Open", "Delete"}
                                                         : std::vector<std::string>{"Share", "Download", "Delete"};
     b.text("<div class=\"main\" style=\"width:" + px(std::max(b.look.width, 520)) +
@@ -580,7 +582,7 @@ void cardsGrid(Builder& b) {
     b.title = "Shop";
     const bool longList = r.below(3) == 0;
     const std::vector<std::string> titles =
-        distinct(r, kProducts, longList ? 16 : r.between(3, 8));
+        distinct(r, kProducts, longList ? 24 : r.between(3, 8));
     const std::string action = r.below(2) ? "Add to cart" : "Buy now";
     b.text("<h1 style=\"padding:24px 24px 0\">Our products</h1>");
     const std::vector<std::string> ids = cards(b, titles, action);
@@ -756,7 +758,7 @@ void cardsArticles(Builder& b) {
     b.title = "Reading list";
     const bool longList = r.below(3) == 0;
     const std::vector<std::string> titles =
-        distinct(r, kArticles, longList ? 12 : r.between(3, 6));
+        distinct(r, kArticles, longList ? 8 : r.between(3, 6));
     b.text("<div class=\"main\" style=\"width:" + px(std::max(b.look.width, 480)) +
            "\"><h1>Reading list</h1>");
     std::vector<std::string> ids;

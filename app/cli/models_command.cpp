@@ -23,6 +23,8 @@ constexpr std::array kModelsSubcommands = {
     Subcommand{"info", "architecture, parameters, context, tensor types, projector", runModelsInfo},
     Subcommand{"check", "how well a model clicks where it is asked to (grounding self-test)",
                runModelsCheck},
+    Subcommand{"data", "synthetic training and evaluation tasks rendered in the browser",
+               runModelsData},
 };
 
 std::string modelsHelpText() {

@@ -1,0 +1,284 @@
+#include "app/session/grounding_data.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <QObject>
+
+#include "agent/actions/action_format.h"
+#include "agent/grounding/task_export.h"
+#include "base/temporary_folder.h"
+#include "inference/vision/image_preprocess.h"
+
+namespace iris::app {
+namespace {
+
+namespace fs = std::filesystem;
+namespace gr = agent::grounding;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+Status writeText(const fs::path& path, const std::string& text) {
+    std::ofstream file(path, std::ios::binary);
+    file << text;
+    file.close();
+    if (!file) return Status::ioError(path.string() + ": cannot write");
+    return Status::ok();
+}
+
+// The answer as Iris's agent would read it: UI-TARS syntax, points in the frame's image.
+Result<std::vector<agent::Action>> parseAnswer(const std::string& answer, gr::AnswerFrame frame) {
+    agent::ParseOptions options;
+    options.screenWidth = frame.screen.width;
+    options.screenHeight = frame.screen.height;
+    options.frame = {agent::CoordinateFrame::Kind::ResizedImage, frame.image.width,
+                     frame.image.height};
+    agent::ChatResponse response;
+    response.text = answer;
+    agent::ParsedStep parsed = agent::parseModelOutput(agent::ActionFormat::UiTars, response, options);
+    if (!parsed.errors.empty() || parsed.actions.empty())
+        return Status::internal("the answer '" + answer + "' does not parse: " +
+                                (parsed.errors.empty() ? "no action" : parsed.errors.front()));
+    return parsed.actions;
+}
+
+// The recorder's facts and the fields' values now, compared with what the task expects.
+Status checkGoalReached(agent::GuiThreadEnvironment& browser, const gr::SyntheticTask& task) {
+    std::string script = "(() => { const out = {};";
+    for (const auto& [fact, value] : task.expectedFacts)
+        script += "out['" + fact + "'] = document.evaluate(\"" + gr::factXPath(fact) +
+                  "\", document, null, 9, null).singleNodeValue.textContent;";
+    for (const auto& [id, value] : task.expectedValues)
+        script += "out['" + id + "'] = document.querySelector('[data-iris-id=\"" + id +
+                  "\"]').value;";
+    script += " return out; })()";
+    Result<std::string> text = evaluateInPage(browser, script);
+    IRIS_RETURN_IF_ERROR(text.status().withContext(task.id + ": reading the page's state: "));
+    const json state = json::parse(*text, nullptr, false);
+    auto expect = [&](const std::string& key, const std::string& value) -> Status {
+        if (!state.is_object() || !state.contains(key) || state[key] != value)
+            return Status::internal(task.id + ": after the oracle's answers " + key + " is " +
+                                    (state.is_object() && state.contains(key) ? state[key].dump()
+                                                                               : "missing") +
+                                    ", not \"" + value + "\"");
+        return Status::ok();
+    };
+    for (const auto& [fact, value] : task.expectedFacts)
+        IRIS_RETURN_IF_ERROR(expect(fact, value));
+    for (const auto& [id, value] : task.expectedValues)
+        IRIS_RETURN_IF_ERROR(expect(id, value));
+    return Status::ok();
+}
+
+// A click must land inside the box it was planned on.
+Status checkClicks(const std::vector<agent::Action>& actions, const gr::PlannedStep& planned,
+                   const std::string& taskId) {
+    for (const agent::Action& action : actions) {
+        const auto* click = std::get_if<agent::Click>(&action);
+        if (!click || !click->at || !planned.target) continue;
+        if (!gr::isInside(*planned.target, {click->at->x, click->at->y}))
+            return Status::internal(taskId + ": '" + planned.answer + "' clicks (" +
+                                    std::to_string(click->at->x) + ", " +
+                                    std::to_string(click->at->y) + "), outside its target");
+    }
+    return Status::ok();
+}
+
+std::string imageName(const std::string& taskId, int step) {
+    return taskId + "-" + std::to_string(step) + ".png";
+}
+
+// examples.jsonl's line for one step: the field names the training script reads.
+std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame frame,
+                        const std::vector<std::string>& history, const gr::PlannedStep& planned) {
+    ordered_json line;
+    line["id"] = task.id + "-" + std::to_string(step);
+    line["task"] = task.id;
+    line["step"] = step;
+    line["image"] = "images/" + imageName(task.id, step);
+    line["image_width"] = frame.image.width;
+    line["image_height"] = frame.image.height;
+    line["screen_width"] = frame.screen.width;
+    line["screen_height"] = frame.screen.height;
+    line["instruction"] = task.instruction;
+    line["history"] = history;
+    line["answer"] = planned.answer;
+    line["kind"] = gr::stepKindName(planned.kind);
+    line["template"] = task.templateName;
+    line["split"] = gr::splitName(task.split);
+    return line.dump() + "\n";
+}
+
+Status writeModelImage(const cv::Mat& screenshot, gr::ScreenSize size, const fs::path& path) {
+    cv::Mat resized = screenshot;
+    // Bicubic, as the engine's preprocessing (inference::ResampleFilter::Bicubic) resizes.
+    if (screenshot.cols != size.width || screenshot.rows != size.height)
+        cv::resize(screenshot, resized, cv::Size(size.width, size.height), 0, 0, cv::INTER_CUBIC);
+    if (!cv::imwrite(path.string(), resized, {cv::IMWRITE_PNG_COMPRESSION, 3}))
+        return Status::ioError(path.string() + ": cannot write the image");
+    return Status::ok();
+}
+
+json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary& summary) {
+    json kinds = json::object();
+    for (gr::StepKind kind : gr::kStepKinds) {
+        const std::string name(gr::stepKindName(kind));
+        const auto found = summary.stepsPerKind.find(name);
+        kinds[name] = found == summary.stepsPerKind.end() ? 0 : found->second;
+    }
+    json templates = json::array();
+    for (std::string_view name : gr::templateNames(options.split))
+        templates.push_back(name);
+    return {{"generator", "iris models data"},
+            {"generator_version", kGroundingDataVersion},
+            {"split", gr::splitName(options.split)},
+            {"seed", options.seed},
+            {"first_index", options.firstIndex},
+            {"count", options.count},
+            {"max_pixels", options.maxPixels},
+            {"action_format", "uitars"},
+            {"coordinates",
+             options.osworld ? "screen pixels"
+                             : "pixels of the resized image (smart resize, factor 28, max_pixels)"},
+            {"click_point", "the centre of the control's box as the browser measured it"},
+            {"templates", templates},
+            {"tasks", summary.tasks},
+            {"steps", summary.steps},
+            {"steps_per_kind", kinds}};
+}
+
+}  // namespace
+
+Result<gr::ScreenSize> modelImageSize(gr::ScreenSize screen, std::int64_t maxPixels) {
+    inference::ImagePreprocessOptions budget;
+    budget.maxPixels = maxPixels;
+    Result<inference::ImageSize> size = inference::smartResize(screen.width, screen.height, budget);
+    IRIS_RETURN_IF_ERROR(size.status());
+    return gr::ScreenSize{size->width, size->height};
+}
+
+Result<std::vector<std::string>> playSyntheticTask(GroundingBrowsers& browsers,
+                                                   const fs::path& folder,
+                                                   const gr::SyntheticTask& task,
+                                                   gr::AnswerFrame frame, int maxSteps,
+                                                   const std::function<Status(const PlayedStep&)>& onStep) {
+    const fs::path page = folder / (task.id + ".html");
+    IRIS_RETURN_IF_ERROR(writeText(page, task.html));
+    Result<agent::GuiThreadEnvironment*> shown = browsers.show(task.screen, page);
+    IRIS_RETURN_IF_ERROR(shown.status().withContext(task.id + ": "));
+    agent::GuiThreadEnvironment& browser = **shown;
+    std::vector<std::string> answers;
+    std::size_t goal = 0;
+    for (int step = 0; step < maxSteps; ++step) {
+        Result<agent::Observation> seen = browser.observe();
+        IRIS_RETURN_IF_ERROR(seen.status().withContext(task.id + ": "));
+        const std::string control = gr::probedControl(task, goal);
+        Result<std::string> probeText = evaluateInPage(browser, gr::probeScript(control));
+        IRIS_RETURN_IF_ERROR(probeText.status().withContext(task.id + ": probing the page: "));
+        Result<gr::ControlProbe> probe = gr::parseControlProbe(*probeText);
+        IRIS_RETURN_IF_ERROR(probe.status().withContext(task.id + ": "));
+        Result<gr::PlannedStep> planned = gr::planStep(task, goal, *probe, frame);
+        IRIS_RETURN_IF_ERROR(planned.status());
+        if (onStep) IRIS_RETURN_IF_ERROR(onStep({step, control, &seen->screenshot, &*planned, &browser}));
+        answers.push_back(planned->answer);
+        if (planned->done) {
+            IRIS_RETURN_IF_ERROR(checkGoalReached(browser, task));
+            return answers;
+        }
+        Result<std::vector<agent::Action>> actions = parseAnswer(planned->answer, frame);
+        IRIS_RETURN_IF_ERROR(actions.status().withContext(task.id + ": "));
+        IRIS_RETURN_IF_ERROR(checkClicks(*actions, *planned, task.id));
+        for (const agent::Action& action : *actions)
+            IRIS_RETURN_IF_ERROR(browser.execute(action).status.withContext(task.id + ": "));
+        if (planned->finishesGoal) ++goal;
+    }
+    return Status::internal(task.id + ": the oracle did not finish within " +
+                            std::to_string(maxSteps) + " steps");
+}
+
+Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& options,
+                                                const GroundingDataProgress& progress,
+                                                const std::atomic<bool>* stop) {
+    if (options.count < 1) return Status::invalidArgument("count: at least one task");
+    if (options.firstIndex < 0) return Status::invalidArgument("first index: must be >= 0");
+    const auto started = std::chrono::steady_clock::now();
+    Result<TemporaryFolder> pages = TemporaryFolder::create("iris-grounding-data");
+    IRIS_RETURN_IF_ERROR(pages.status());
+    const fs::path imagesDir = options.out / "images";
+    const fs::path examplesDir = options.out / "examples" / "synthetic-grounding";
+    const fs::path demonstrationsDir = options.out / "demonstrations";
+    const fs::path projectDir = options.out / "projects" / "synthetic-grounding";
+    std::error_code error;
+    for (const fs::path& dir : options.osworld
+                                   ? std::vector<fs::path>{examplesDir, demonstrationsDir, projectDir}
+                                   : std::vector<fs::path>{imagesDir}) {
+        fs::create_directories(dir, error);
+        if (error) return Status::ioError(dir.string() + ": " + error.message());
+    }
+    std::ofstream examples;
+    if (!options.osworld) {
+        examples.open(options.out / "examples.jsonl", std::ios::binary | std::ios::trunc);
+        if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+    }
+
+    QObject anchor;
+    GroundingBrowsers browsers(&anchor);
+    GroundingDataSummary summary;
+    for (int i = 0; i < options.count; ++i) {
+        if (stop && stop->load()) return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
+        const gr::SyntheticTask task =
+            gr::generateTask(options.split, options.seed, options.firstIndex + i);
+        gr::AnswerFrame frame{task.screen, task.screen};
+        if (!options.osworld) {
+            Result<gr::ScreenSize> image = modelImageSize(task.screen, options.maxPixels);
+            IRIS_RETURN_IF_ERROR(image.status().withContext("max pixels: "));
+            frame.image = *image;
+        }
+        std::vector<std::string> history;
+        std::string lines;
+        Result<std::vector<std::string>> answers = playSyntheticTask(
+            browsers, pages->path(), task, frame, options.maxSteps, [&](const PlayedStep& step) -> Status {
+                ++summary.steps;
+                ++summary.stepsPerKind[std::string(gr::stepKindName(step.planned->kind))];
+                if (options.osworld) return Status::ok();
+                IRIS_RETURN_IF_ERROR(writeModelImage(*step.screenshot, frame.image,
+                                                     imagesDir / imageName(task.id, step.index)));
+                lines += exampleLine(task, step.index, frame, history, *step.planned);
+                history.push_back(step.planned->answer);
+                return Status::ok();
+            });
+        IRIS_RETURN_IF_ERROR(answers.status());
+        if (options.osworld) {
+            IRIS_RETURN_IF_ERROR(writeText(projectDir / (task.id + ".html"), task.html));
+            const json file = gr::osworldTask(task, "../../projects/synthetic-grounding",
+                                              "../../demonstrations/" + task.id + ".json",
+                                              int(answers->size()) + 5);
+            IRIS_RETURN_IF_ERROR(writeText(examplesDir / (task.id + ".json"), file.dump(2) + "\n"));
+            IRIS_RETURN_IF_ERROR(writeText(demonstrationsDir / (task.id + ".json"),
+                                           gr::demonstration(task, *answers).dump(2) + "\n"));
+        } else {
+            examples << lines;
+            if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+        }
+        ++summary.tasks;
+        if (progress) progress(i + 1, options.count, summary.steps);
+    }
+    if (!options.osworld) {
+        examples.close();
+        if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+    }
+    summary.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // With --osworld the record goes into the pages' project (copied with it, read by nothing).
+    const fs::path record = options.osworld ? projectDir / "dataset.json" : options.out / "dataset.json";
+    IRIS_RETURN_IF_ERROR(writeText(record, datasetJson(options, summary).dump(2) + "\n"));
+    return summary;
+}
+
+}  // namespace iris::app

@@ -153,7 +153,76 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
             {"steps_per_kind", kinds}};
 }
 
+// Moves every file of `from` into `to` (created), keeping names.
+Status moveFiles(const fs::path& from, const fs::path& to) {
+    std::error_code error;
+    fs::create_directories(to, error);
+    if (error) return Status::ioError(to.string() + ": " + error.message());
+    for (const fs::directory_entry& entry : fs::directory_iterator(from, error)) {
+        fs::rename(entry.path(), to / entry.path().filename(), error);
+        if (error) return Status::ioError(entry.path().string() + ": " + error.message());
+    }
+    if (error) return Status::ioError(from.string() + ": " + error.message());
+    return Status::ok();
+}
+
+// A part's counts, from the dataset.json it wrote.
+Result<GroundingDataSummary> partSummary(const fs::path& record) {
+    std::ifstream file(record, std::ios::binary);
+    const json data = json::parse(file, nullptr, false);
+    if (!data.is_object() || !data.contains("steps_per_kind"))
+        return Status::corrupt(record.string() + ": not a data set record");
+    GroundingDataSummary summary;
+    summary.tasks = data.value("tasks", 0);
+    summary.steps = data.value("steps", 0);
+    for (const auto& [kind, n] : data["steps_per_kind"].items())
+        if (n.get<int>() > 0) summary.stepsPerKind[kind] = n.get<int>();
+    return summary;
+}
+
 }  // namespace
+
+Result<GroundingDataSummary> joinGroundingDataParts(const GroundingDataOptions& options,
+                                                    const std::vector<fs::path>& parts) {
+    GroundingDataSummary total;
+    std::ofstream examples;
+    const fs::path examplesPath = options.out / "examples.jsonl";
+    if (!options.osworld) {
+        examples.open(examplesPath, std::ios::binary | std::ios::trunc);
+        if (!examples) return Status::ioError(examplesPath.string() + ": cannot write");
+    }
+    const fs::path project = fs::path("projects") / "synthetic-grounding";
+    for (const fs::path& part : parts) {
+        Result<GroundingDataSummary> summary = partSummary(
+            options.osworld ? part / project / "dataset.json" : part / "dataset.json");
+        IRIS_RETURN_IF_ERROR(summary.status());
+        total.tasks += summary->tasks;
+        total.steps += summary->steps;
+        for (const auto& [kind, n] : summary->stepsPerKind)
+            total.stepsPerKind[kind] += n;
+        if (options.osworld) {
+            fs::remove(part / project / "dataset.json");
+            for (const fs::path& dir : {fs::path("examples") / "synthetic-grounding",
+                                        fs::path("demonstrations"), project})
+                IRIS_RETURN_IF_ERROR(moveFiles(part / dir, options.out / dir));
+        } else {
+            std::ifstream lines(part / "examples.jsonl", std::ios::binary);
+            // A stream buffer that yields nothing would set the failbit: parts are never empty
+            // (every task has its finished() step), but an unreadable one must say so.
+            if (!lines || lines.peek() == std::ifstream::traits_type::eof())
+                return Status::ioError((part / "examples.jsonl").string() + ": missing or empty");
+            examples << lines.rdbuf();
+            if (!examples) return Status::ioError(examplesPath.string() + ": cannot write");
+            IRIS_RETURN_IF_ERROR(moveFiles(part / "images", options.out / "images"));
+        }
+        std::error_code error;
+        fs::remove_all(part, error);
+    }
+    const fs::path record =
+        options.osworld ? options.out / project / "dataset.json" : options.out / "dataset.json";
+    IRIS_RETURN_IF_ERROR(writeText(record, datasetJson(options, total).dump(2) + "\n"));
+    return total;
+}
 
 Result<gr::ScreenSize> modelImageSize(gr::ScreenSize screen, std::int64_t maxPixels) {
     inference::ImagePreprocessOptions budget;

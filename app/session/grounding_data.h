@@ -57,6 +57,13 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
                                                 const GroundingDataProgress& progress = {},
                                                 const std::atomic<bool>* stop = nullptr);
 
+// Joins data sets written in parts (each by writeGroundingData with the same options but its
+// own firstIndex, count and out, in task order) into options.out: examples.jsonl concatenated in
+// order, images (or task files) moved, dataset.json with the summed counts: the files one run
+// over the whole range writes. The parts' folders are removed.
+Result<GroundingDataSummary> joinGroundingDataParts(const GroundingDataOptions& options,
+                                                    const std::vector<std::filesystem::path>& parts);
+
 // One played step: the screenshot it was planned on (screen pixels, BGR), the answer, and the
 // browser showing the page before the answer is carried out.
 struct PlayedStep {

@@ -39,7 +39,8 @@ json taskEvaluator(const SyntheticTask& task) {
             {{"type", "active_tab_html_parse"}, {"category", "input"}, {"inputObject", inputs}});
         expected.push_back(ruleOf(values));
     }
-    if (funcs.size() == 1) return {{"func", funcs[0]}, {"result", results[0]}, {"expected", expected[0]}};
+    if (funcs.size() == 1)
+        return {{"func", funcs[0]}, {"result", results[0]}, {"expected", expected[0]}};
     return {{"func", funcs}, {"conj", "and"}, {"result", results}, {"expected", expected}};
 }
 

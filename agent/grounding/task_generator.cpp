@@ -16,55 +16,52 @@ namespace {
 constexpr std::array kUsers = {"alice", "bob",   "carol", "dmitri", "emma",  "farid",
                                "grace", "hiro",  "ines",  "jonas",  "kofi",  "lena",
                                "mateo", "nadia", "oskar", "priya",  "quinn", "rosa"};
-constexpr std::array kFullNames = {"Ada Lovelace", "Alan Turing",   "Grace Hopper",
-                                   "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth",
-                                   "Margaret Hamilton", "Ken Thompson", "Frances Allen",
-                                   "John Backus",   "Radia Perlman", "Tim Berners-Lee"};
+constexpr std::array kFullNames = {"Ada Lovelace",      "Alan Turing",    "Grace Hopper",
+                                   "Edsger Dijkstra",   "Barbara Liskov", "Donald Knuth",
+                                   "Margaret Hamilton", "Ken Thompson",   "Frances Allen",
+                                   "John Backus",       "Radia Perlman",  "Tim Berners-Lee"};
 constexpr std::array kSecrets = {"sunflower42", "blue-otter", "maple2024", "quartz99",
-                                 "tiger-lily", "orbit77",    "cobalt5",   "pepper-mint"};
+                                 "tiger-lily",  "orbit77",    "cobalt5",   "pepper-mint"};
 constexpr std::array kQueries = {"weather in Lisbon", "pasta recipes",  "cheap flights",
                                  "python tutorial",   "running shoes",  "museum hours",
                                  "train to Berlin",   "tax forms",      "guitar chords",
                                  "hiking trails",     "coffee grinder", "used bikes"};
-constexpr std::array kFiles = {"budget.xlsx",   "notes.txt",    "report.pdf",  "photo.jpg",
-                               "slides.pptx",   "invoice.pdf",  "draft.docx",  "data.csv",
-                               "logo.svg",      "backup.zip",   "todo.md",     "contract.pdf",
-                               "summary.docx",  "plan.txt",     "map.png",     "recipes.md",
-                               "taxes.xlsx",    "poster.png",   "minutes.txt", "song.mp3",
-                               "letter.docx",   "archive.tar",  "chart.png",   "agenda.md",
-                               "manual.pdf",    "schedule.csv", "resume.pdf",  "script.py",
-                               "index.html",    "styles.css",   "video.mp4",   "keys.txt",
-                               "ledger.xlsx",   "thesis.pdf",   "memo.txt",    "banner.jpg",
-                               "quotes.md",     "travel.pdf",   "gifts.txt",   "lease.pdf"};
-constexpr std::array kProducts = {"Desk lamp",  "Coffee mug",  "Wool scarf",  "Notebook",
-                                  "Backpack",   "Water bottle", "Headphones", "Plant pot",
-                                  "Wall clock", "Tea kettle",  "Bike light",  "Yoga mat",
-                                  "Sunglasses", "Umbrella",    "Candle set",  "Phone stand",
-                                  "Chess set",  "Travel mug",  "Desk fan",    "Pillow",
-                                  "Picture frame", "Key ring", "Sketchbook",  "Lunch box"};
+constexpr std::array kFiles = {
+    "budget.xlsx",  "notes.txt",    "report.pdf",  "photo.jpg",   "slides.pptx", "invoice.pdf",
+    "draft.docx",   "data.csv",     "logo.svg",    "backup.zip",  "todo.md",     "contract.pdf",
+    "summary.docx", "plan.txt",     "map.png",     "recipes.md",  "taxes.xlsx",  "poster.png",
+    "minutes.txt",  "song.mp3",     "letter.docx", "archive.tar", "chart.png",   "agenda.md",
+    "manual.pdf",   "schedule.csv", "resume.pdf",  "script.py",   "index.html",  "styles.css",
+    "video.mp4",    "keys.txt",     "ledger.xlsx", "thesis.pdf",  "memo.txt",    "banner.jpg",
+    "quotes.md",    "travel.pdf",   "gifts.txt",   "lease.pdf"};
+constexpr std::array kProducts = {
+    "Desk lamp",  "Coffee mug", "Wool scarf",    "Notebook",    "Backpack",   "Water bottle",
+    "Headphones", "Plant pot",  "Wall clock",    "Tea kettle",  "Bike light", "Yoga mat",
+    "Sunglasses", "Umbrella",   "Candle set",    "Phone stand", "Chess set",  "Travel mug",
+    "Desk fan",   "Pillow",     "Picture frame", "Key ring",    "Sketchbook", "Lunch box"};
 constexpr std::array kArticles = {"Ten tips for better sleep", "How bridges are built",
                                   "A week in Kyoto",           "Why cats purr",
                                   "The history of coffee",     "Learning to draw",
                                   "Winter gardening",          "Inside a data centre",
                                   "The best board games",      "Cooking with lentils",
                                   "A guide to night skies",    "Fixing a flat tyre"};
-constexpr std::array kSites = {"Acme",    "Northwind", "Globex",  "Initech", "Umbrella",
-                               "Hooli",   "Vandelay",  "Stark",   "Wonka",   "Contoso",
-                               "Fabrikam", "Tailspin"};
-constexpr std::array kNavLinks = {"Home",     "Products", "Pricing", "About",  "Blog",
-                                  "Careers",  "Support",  "Contact", "Docs",   "Community",
-                                  "Partners", "News"};
+constexpr std::array kSites = {"Acme",     "Northwind", "Globex",   "Initech",
+                               "Umbrella", "Hooli",     "Vandelay", "Stark",
+                               "Wonka",    "Contoso",   "Fabrikam", "Tailspin"};
+constexpr std::array kNavLinks = {"Home", "Products",  "Pricing",  "About",
+                                  "Blog", "Careers",   "Support",  "Contact",
+                                  "Docs", "Community", "Partners", "News"};
 constexpr std::array kSideLinks = {"Dashboard", "Projects", "Team",     "Calendar", "Reports",
                                    "Messages",  "Billing",  "Settings", "Files",    "Tasks"};
-constexpr std::array kToolbar = {"Bold",      "Italic",   "Underline", "Undo",     "Redo",
-                                 "Cut",       "Copy",     "Paste",     "Insert link",
-                                 "Insert table", "Align left", "Align right", "Bullet list",
-                                 "Comment",   "Spelling", "Print"};
+constexpr std::array kToolbar = {"Bold",        "Italic",       "Underline",  "Undo",
+                                 "Redo",        "Cut",          "Copy",       "Paste",
+                                 "Insert link", "Insert table", "Align left", "Align right",
+                                 "Bullet list", "Comment",      "Spelling",   "Print"};
 constexpr std::array kChips = {"All", "Images", "News", "Videos", "Maps", "Shopping", "Books"};
-constexpr std::array kToggles = {"Email notifications", "Dark mode",      "Two-factor sign-in",
+constexpr std::array kToggles = {"Email notifications", "Dark mode",          "Two-factor sign-in",
                                  "Weekly summary",      "Show online status", "Auto-play videos"};
-constexpr std::array kOrdinals = {"first", "second", "third",  "fourth", "fifth",
-                                  "sixth", "seventh", "eighth", "ninth", "tenth"};
+constexpr std::array kOrdinals = {"first", "second",  "third",  "fourth", "fifth",
+                                  "sixth", "seventh", "eighth", "ninth",  "tenth"};
 
 // --- looks ---------------------------------------------------------------------------------------
 
@@ -88,7 +85,7 @@ constexpr std::array kDark = {
     Palette{"#1b1d2b", "#262a3d", "#e4e6f2", "#9aa0bd", "#3b4060"},
 };
 constexpr std::array kAccents = {"#0969da", "#1a7f37", "#cf222e", "#8250df",
-                                  "#bf3989", "#b35900", "#0f766e", "#4338ca"};
+                                 "#bf3989", "#b35900", "#0f766e", "#4338ca"};
 // Only the fonts scripts/setup.sh installs (fonts-dejavu-core).
 constexpr std::array kFonts = {"'DejaVu Sans', sans-serif", "'DejaVu Serif', serif",
                                "'DejaVu Sans Mono', monospace"};
@@ -99,8 +96,8 @@ struct Look {
     const char* font = kFonts[0];
     int fontSize = 14;
     int radius = 4;
-    int pad = 8;        // control padding
-    int width = 420;    // the main column's width
+    int pad = 8;      // control padding
+    int width = 420;  // the main column's width
     bool centred = true;
 };
 
@@ -167,8 +164,8 @@ std::string styleSheet(const Look& l) {
            ";border-radius:" + r + ";padding:20px;width:" + px(l.width) + "}\n" +
            ".dialog h2{margin:0 0 8px;display:flex}.dialog h2 span{flex:1}\n" +
            ".grid{display:flex;flex-wrap:wrap;gap:16px;padding:24px}\n" +
-           ".card{background:" + p.surface + ";border:1px solid " + p.border + ";border-radius:" +
-           r + ";padding:14px;width:220px}\n.card h3{margin:0 0 6px}\n" +
+           ".card{background:" + p.surface + ";border:1px solid " + p.border +
+           ";border-radius:" + r + ";padding:14px;width:220px}\n.card h3{margin:0 0 6px}\n" +
            ".side{position:fixed;left:0;top:0;bottom:0;width:200px;background:" + p.surface +
            ";border-right:1px solid " + p.border + ";padding:16px}\n" +
            ".side a{display:block;width:fit-content;padding:8px 6px;text-decoration:none}\n" +
@@ -226,8 +223,7 @@ struct Builder {
     int next = 1;
 
     std::string newId() { return "c" + std::to_string(next++); }
-    std::string button(std::string_view label, bool primary = false,
-                       std::string_view extra = {}) {
+    std::string button(std::string_view label, bool primary = false, std::string_view extra = {}) {
         const std::string id = newId();
         body += "<button type=\"button\" class=\"btn" + std::string(primary ? " primary" : "") +
                 "\" data-iris-id=\"" + id + "\"" + std::string(extra) + ">" + htmlEscape(label) +
@@ -281,10 +277,10 @@ std::string quoted(std::string_view text) {
 // A row of filler text so that pages are not bare.
 std::string filler(SplitMix64& random, int sentences) {
     static constexpr std::array kSentences = {
-        "Changes are saved automatically.", "Last updated two days ago.",
-        "You can undo this later.",         "Everything here is private.",
+        "Changes are saved automatically.",  "Last updated two days ago.",
+        "You can undo this later.",          "Everything here is private.",
         "Need help? Our team replies fast.", "All prices include tax.",
-        "Shared with three people.",        "Synced a minute ago."};
+        "Shared with three people.",         "Synced a minute ago."};
     std::string out = "<p class=\"muted\">";
     for (int i = 0; i < sentences; ++i)
         out += std::string(i ? " " : "") + pick(random, kSentences);
@@ -316,7 +312,8 @@ void formLogin(Builder& b) {
     switch (r.below(6)) {
         case 0:
         case 1:
-            b.task.instruction = "Sign in as " + login + " with the password " + quoted(secret) + ".";
+            b.task.instruction =
+                "Sign in as " + login + " with the password " + quoted(secret) + ".";
             b.typeGoal(userId, login);
             b.typeGoal(passId, secret);
             b.clickGoal(signIn);
@@ -338,8 +335,8 @@ void formLogin(Builder& b) {
             b.typeGoal(userId, login);
             break;
         default:
-            b.task.instruction = "Enter " + quoted(login) + " as the " + userLabel +
-                                 " and press Enter.";
+            b.task.instruction =
+                "Enter " + quoted(login) + " as the " + userLabel + " and press Enter.";
             b.typeGoal(userId, login);
             b.keyGoal("enter");
             break;
@@ -455,9 +452,9 @@ void rowTask(Builder& b, const std::vector<std::string>& names,
     }
     const std::size_t row = r.below(std::min<std::size_t>(names.size(), 5));
     if (r.below(2) == 0)
-        b.clickTask(ids[row][a], StepKind::ClickPosition,
-                    "Click the " + std::string(kOrdinals[row]) + " " + quoted(actions[a]) +
-                        " button.");
+        b.clickTask(
+            ids[row][a], StepKind::ClickPosition,
+            "Click the " + std::string(kOrdinals[row]) + " " + quoted(actions[a]) + " button.");
     else
         b.clickTask(ids[row][a], StepKind::ClickLabel,
                     "Click " + quoted(actions[a]) + " for " + quoted(names[row]) + ".");
@@ -467,9 +464,11 @@ void tableFiles(Builder& b) {
     SplitMix64& r = b.random;
     b.title = "Files";
     const bool longList = r.below(3) == 0;
-    const std::vector<std::string> names = distinct(r, kFiles, longList ? r.between(14, 20) : r.between(4, 8));
-    const std::vector<std::string> actions = r.below(2) ? std::vector<std::string>{"Open", "Delete"}
-                                                        : std::vector<std::string>{"Share", "Download", "Delete"};
+    const std::vector<std::string> names =
+        distinct(r, kFiles, longList ? r.between(14, 20) : r.between(4, 8));
+    const std::vector<std::string> actions =
+        r.below(2) ? std::vector<std::string>{"Open", "Delete"}
+                   : std::vector<std::string>{"Share", "Download", "Delete"};
     b.text("<div class=\"main\" style=\"width:" + px(std::max(b.look.width, 520)) +
            "\"><h1>My files</h1>");
     const auto ids = rows(b, names, actions, true);
@@ -482,8 +481,10 @@ std::array<std::string, 3> dialogFrame(Builder& b, const std::string& heading,
                                        const std::string& confirm,
                                        const std::function<void()>& inside) {
     b.dialog = true;
-    b.text("<div class=\"main\"><h1>" + heading + "</h1>" + filler(b.random, 3) + filler(b.random, 2) +
-           "</div><div class=\"overlay\" id=\"iris-dialog-box\"><div class=\"dialog\" role=\"dialog\"><h2><span>" +
+    b.text("<div class=\"main\"><h1>" + heading + "</h1>" + filler(b.random, 3) +
+           filler(b.random, 2) +
+           "</div><div class=\"overlay\" id=\"iris-dialog-box\"><div class=\"dialog\" "
+           "role=\"dialog\"><h2><span>" +
            heading + "</span>");
     const std::string close = b.button("\xC3\x97", false, " aria-label=\"Close\" data-iris-close");
     b.text("</h2>");
@@ -581,8 +582,7 @@ void cardsGrid(Builder& b) {
     SplitMix64& r = b.random;
     b.title = "Shop";
     const bool longList = r.below(3) == 0;
-    const std::vector<std::string> titles =
-        distinct(r, kProducts, longList ? 24 : r.between(3, 8));
+    const std::vector<std::string> titles = distinct(r, kProducts, longList ? 24 : r.between(3, 8));
     const std::string action = r.below(2) ? "Add to cart" : "Buy now";
     b.text("<h1 style=\"padding:24px 24px 0\">Our products</h1>");
     const std::vector<std::string> ids = cards(b, titles, action);
@@ -703,9 +703,8 @@ void dialogForm(Builder& b) {
     b.title = "Rename";
     const std::string file = pick(r, kFiles);
     std::string fieldId;
-    const auto [close, cancel, ok] = dialogFrame(b, "Rename " + file, "Rename", [&] {
-        fieldId = b.field("New name", "text");
-    });
+    const auto [close, cancel, ok] =
+        dialogFrame(b, "Rename " + file, "Rename", [&] { fieldId = b.field("New name", "text"); });
     const std::string name = pick(r, kFiles);
     switch (r.below(4)) {
         case 0:
@@ -757,8 +756,7 @@ void cardsArticles(Builder& b) {
     SplitMix64& r = b.random;
     b.title = "Reading list";
     const bool longList = r.below(3) == 0;
-    const std::vector<std::string> titles =
-        distinct(r, kArticles, longList ? 8 : r.between(3, 6));
+    const std::vector<std::string> titles = distinct(r, kArticles, longList ? 8 : r.between(3, 6));
     b.text("<div class=\"main\" style=\"width:" + px(std::max(b.look.width, 480)) +
            "\"><h1>Reading list</h1>");
     std::vector<std::string> ids;
@@ -769,8 +767,8 @@ void cardsArticles(Builder& b) {
         b.text("</div>");
     }
     b.text("</div>");
-    const std::size_t i =
-        longList ? titles.size() - 1 - r.below(3) : r.below(std::min<std::size_t>(titles.size(), 5));
+    const std::size_t i = longList ? titles.size() - 1 - r.below(3)
+                                   : r.below(std::min<std::size_t>(titles.size(), 5));
     if (!longList && r.below(2) == 0)
         b.clickTask(ids[i], StepKind::ClickPosition,
                     "Click 'Read more' on the " + std::string(kOrdinals[i]) + " article.");
@@ -784,20 +782,19 @@ struct Template {
     void (*build)(Builder&);
 };
 constexpr std::array kTrainTemplates = {
-    Template{"form/login", formLogin},       Template{"form/search", formSearch},
+    Template{"form/login", formLogin},         Template{"form/search", formSearch},
     Template{"toolbar/editor", toolbarEditor}, Template{"table/files", tableFiles},
     Template{"dialog/confirm", dialogConfirm}, Template{"nav/topbar", navTopbar},
     Template{"cards/grid", cardsGrid}};
 constexpr std::array kHeldOutTemplates = {
-    Template{"form/signup", formSignup},   Template{"form/settings", formSettings},
+    Template{"form/signup", formSignup},     Template{"form/settings", formSettings},
     Template{"list/contacts", listContacts}, Template{"dialog/form", dialogForm},
-    Template{"nav/sidebar", navSidebar},   Template{"cards/articles", cardsArticles}};
+    Template{"nav/sidebar", navSidebar},     Template{"cards/articles", cardsArticles}};
 
 std::string document(const Builder& b) {
     std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" +
                        htmlEscape(b.title) + "</title>\n<style>\n" + styleSheet(b.look) +
-                       "</style></head><body>\n" + b.body +
-                       "\n<div id=\"iris-state\" hidden>";
+                       "</style></head><body>\n" + b.body + "\n<div id=\"iris-state\" hidden>";
     for (std::string_view fact : kFactNames) {
         std::string id(fact);
         std::replace(id.begin(), id.end(), '_', '-');
@@ -860,7 +857,7 @@ SyntheticTask generateTask(Split split, std::uint64_t seed, int index) {
     std::snprintf(id, sizeof id, "%s-%06d", split == Split::Train ? "train" : "heldout", index);
     task.id = id;
     const int slot = index % 10;
-    task.screen = slot < 6 ? ScreenSize{1280, 800}
+    task.screen = slot < 6   ? ScreenSize{1280, 800}
                   : slot < 8 ? ScreenSize{1024, 768}
                              : ScreenSize{1920, 1080};
     const Template& t = split == Split::Train

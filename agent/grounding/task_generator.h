@@ -28,10 +28,9 @@ std::string_view splitName(Split split);  // "train", "heldout"
 
 // What one step of a task asks for, as the dataset labels it.
 enum class StepKind { ClickLabel, ClickRole, ClickPosition, Type, Scroll, Key, Done };
-inline constexpr StepKind kStepKinds[] = {StepKind::ClickLabel, StepKind::ClickRole,
-                                          StepKind::ClickPosition, StepKind::Type,
-                                          StepKind::Scroll,     StepKind::Key,
-                                          StepKind::Done};
+inline constexpr StepKind kStepKinds[] = {
+    StepKind::ClickLabel, StepKind::ClickRole, StepKind::ClickPosition, StepKind::Type,
+    StepKind::Scroll,     StepKind::Key,       StepKind::Done};
 std::string_view stepKindName(StepKind kind);  // "click_label", ..., "done"
 
 // One thing the task needs done, in order. Click and Type name a control by its data-iris-id;
@@ -67,8 +66,7 @@ const std::vector<std::string_view>& templateNames(Split split);
 SyntheticTask generateTask(Split split, std::uint64_t seed, int index);
 
 // The hidden elements the recorder writes, by fact name.
-inline constexpr std::string_view kFactNames[] = {"last_click", "last_key", "submitted",
-                                                   "dialog"};
+inline constexpr std::string_view kFactNames[] = {"last_click", "last_key", "submitted", "dialog"};
 // "//*[@id='iris-last-click']" for "last_click".
 std::string factXPath(std::string_view fact);
 // "//*[@data-iris-id='c3']", the control `id`.

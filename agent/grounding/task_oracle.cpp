@@ -55,8 +55,8 @@ PlannedStep scrollTowards(const Rect& box, const ControlProbe& probe, AnswerFram
     const int x = toImage(probe.viewportWidth / 2.0, frame.screen.width, frame.image.width);
     const int y = toImage(probe.viewportHeight / 2.0, frame.screen.height, frame.image.height);
     PlannedStep step;
-    step.answer = "scroll(start_box=" + point(x, y) + ", direction='" +
-                  (down ? "down" : "up") + "')";
+    step.answer =
+        "scroll(start_box=" + point(x, y) + ", direction='" + (down ? "down" : "up") + "')";
     step.kind = StepKind::Scroll;
     return step;
 }

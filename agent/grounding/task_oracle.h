@@ -38,8 +38,8 @@ struct AnswerFrame {
 struct PlannedStep {
     std::string answer;  // "click(start_box='(640,412)')"
     StepKind kind = StepKind::Done;
-    bool finishesGoal = false;  // the goal is met once this answer is carried out
-    bool done = false;          // the answer is finished()
+    bool finishesGoal = false;   // the goal is met once this answer is carried out
+    bool done = false;           // the answer is finished()
     std::optional<Rect> target;  // clicks: the control's measured box
 };
 

@@ -29,7 +29,8 @@ constexpr std::array kModelsSubcommands = {
 
 std::string modelsHelpText() {
     return "Usage: iris models SUBCOMMAND [OPTIONS]\n\n"
-           "Find, download, verify and check computer-use models.\n\n"
+           "Find, download, verify and check computer-use models; write synthetic data for "
+           "them.\n\n"
            "Subcommands:\n" +
            subcommandLines(kModelsSubcommands, 10) +
            "\nRun 'iris models SUBCOMMAND --help' for a subcommand's options.\n";

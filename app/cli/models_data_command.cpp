@@ -83,21 +83,21 @@ Result<GroundingDataSummary> writeInParts(const GroundingDataOptions& options, i
         const int count = std::min(per, options.count - begin);
         parts.push_back(options.out / (".part-" + std::to_string(parts.size())));
         QStringList arguments = {
-            QStringLiteral("models"), QStringLiteral("data"), QStringLiteral("--split"),
-            QString::fromUtf8(gr::splitName(options.split).data()), QStringLiteral("--seed"),
-            QString::number(options.seed), QStringLiteral("--first"),
-            QString::number(options.firstIndex + begin), QStringLiteral("--count"),
-            QString::number(count), QStringLiteral("--max-pixels"),
-            QString::number(options.maxPixels), QStringLiteral("--out"),
-            QString::fromStdString(parts.back().string())};
+            QStringLiteral("models"),       QStringLiteral("data"),
+            QStringLiteral("--split"),      QString::fromUtf8(gr::splitName(options.split).data()),
+            QStringLiteral("--seed"),       QString::number(options.seed),
+            QStringLiteral("--first"),      QString::number(options.firstIndex + begin),
+            QStringLiteral("--count"),      QString::number(count),
+            QStringLiteral("--max-pixels"), QString::number(options.maxPixels),
+            QStringLiteral("--out"),        QString::fromStdString(parts.back().string())};
         if (options.osworld) arguments << QStringLiteral("--osworld");
         auto child = std::make_unique<QProcess>();
         child->setProcessChannelMode(QProcess::ForwardedErrorChannel);
         child->setStandardOutputFile(QProcess::nullDevice());
         child->start(program, arguments);
         if (!child->waitForStarted(-1))
-            return Status::ioError(program.toStdString() + ": cannot start a part: " +
-                                   child->errorString().toStdString());
+            return Status::ioError(program.toStdString() +
+                                   ": cannot start a part: " + child->errorString().toStdString());
         children.push_back(std::move(child));
     }
     Status failed = Status::ok();
@@ -147,7 +147,8 @@ int runModelsData(int argc, char** argv) {
     if (*count < 1 || *count > 10000000) return usageError("--count must be from 1 to 10000000");
     if (*first < 0 || *first > 100000000) return usageError("--first must be from 0 to 100000000");
     if (*jobs < 1 || *jobs > 64) return usageError("--jobs must be from 1 to 64");
-    if (*maxPixels < 8 * 28 * 28) return usageError("--max-pixels must be at least 6272 (8 x 28 x 28)");
+    if (*maxPixels < 8 * 28 * 28)
+        return usageError("--max-pixels must be at least 6272 (8 x 28 x 28)");
     options.seed = std::uint64_t(*seed);
     options.count = int(*count);
     options.firstIndex = int(*first);

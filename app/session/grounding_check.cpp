@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
-#include <QMetaObject>
 #include <QObject>
-#include <QThread>
 
 #include "agent/agent_loop.h"
 #include "agent/env/browser/browser_environment.h"

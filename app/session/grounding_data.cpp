@@ -41,7 +41,8 @@ Result<std::vector<agent::Action>> parseAnswer(const std::string& answer, gr::An
                      frame.image.height};
     agent::ChatResponse response;
     response.text = answer;
-    agent::ParsedStep parsed = agent::parseModelOutput(agent::ActionFormat::UiTars, response, options);
+    agent::ParsedStep parsed =
+        agent::parseModelOutput(agent::ActionFormat::UiTars, response, options);
     if (!parsed.errors.empty() || parsed.actions.empty())
         return Status::internal("the answer '" + answer + "' does not parse: " +
                                 (parsed.errors.empty() ? "no action" : parsed.errors.front()));
@@ -55,18 +56,18 @@ Status checkGoalReached(agent::GuiThreadEnvironment& browser, const gr::Syntheti
         script += "out['" + fact + "'] = document.evaluate(\"" + gr::factXPath(fact) +
                   "\", document, null, 9, null).singleNodeValue.textContent;";
     for (const auto& [id, value] : task.expectedValues)
-        script += "out['" + id + "'] = document.querySelector('[data-iris-id=\"" + id +
-                  "\"]').value;";
+        script +=
+            "out['" + id + "'] = document.querySelector('[data-iris-id=\"" + id + "\"]').value;";
     script += " return out; })()";
     Result<std::string> text = evaluateInPage(browser, script);
     IRIS_RETURN_IF_ERROR(text.status().withContext(task.id + ": reading the page's state: "));
     const json state = json::parse(*text, nullptr, false);
     auto expect = [&](const std::string& key, const std::string& value) -> Status {
         if (!state.is_object() || !state.contains(key) || state[key] != value)
-            return Status::internal(task.id + ": after the oracle's answers " + key + " is " +
-                                    (state.is_object() && state.contains(key) ? state[key].dump()
-                                                                               : "missing") +
-                                    ", not \"" + value + "\"");
+            return Status::internal(
+                task.id + ": after the oracle's answers " + key + " is " +
+                (state.is_object() && state.contains(key) ? state[key].dump() : "missing") +
+                ", not \"" + value + "\"");
         return Status::ok();
     };
     for (const auto& [fact, value] : task.expectedFacts)
@@ -193,8 +194,8 @@ Result<GroundingDataSummary> joinGroundingDataParts(const GroundingDataOptions& 
     }
     const fs::path project = fs::path("projects") / "synthetic-grounding";
     for (const fs::path& part : parts) {
-        Result<GroundingDataSummary> summary = partSummary(
-            options.osworld ? part / project / "dataset.json" : part / "dataset.json");
+        Result<GroundingDataSummary> summary =
+            partSummary(options.osworld ? part / project / "dataset.json" : part / "dataset.json");
         IRIS_RETURN_IF_ERROR(summary.status());
         total.tasks += summary->tasks;
         total.steps += summary->steps;
@@ -232,11 +233,9 @@ Result<gr::ScreenSize> modelImageSize(gr::ScreenSize screen, std::int64_t maxPix
     return gr::ScreenSize{size->width, size->height};
 }
 
-Result<std::vector<std::string>> playSyntheticTask(GroundingBrowsers& browsers,
-                                                   const fs::path& folder,
-                                                   const gr::SyntheticTask& task,
-                                                   gr::AnswerFrame frame, int maxSteps,
-                                                   const std::function<Status(const PlayedStep&)>& onStep) {
+Result<std::vector<std::string>> playSyntheticTask(
+    GroundingBrowsers& browsers, const fs::path& folder, const gr::SyntheticTask& task,
+    gr::AnswerFrame frame, int maxSteps, const std::function<Status(const PlayedStep&)>& onStep) {
     const fs::path page = folder / (task.id + ".html");
     IRIS_RETURN_IF_ERROR(writeText(page, task.html));
     Result<agent::GuiThreadEnvironment*> shown = browsers.show(task.screen, page);
@@ -254,7 +253,8 @@ Result<std::vector<std::string>> playSyntheticTask(GroundingBrowsers& browsers,
         IRIS_RETURN_IF_ERROR(probe.status().withContext(task.id + ": "));
         Result<gr::PlannedStep> planned = gr::planStep(task, goal, *probe, frame);
         IRIS_RETURN_IF_ERROR(planned.status());
-        if (onStep) IRIS_RETURN_IF_ERROR(onStep({step, control, &seen->screenshot, &*planned, &browser}));
+        if (onStep)
+            IRIS_RETURN_IF_ERROR(onStep({step, control, &seen->screenshot, &*planned, &browser}));
         answers.push_back(planned->answer);
         if (planned->done) {
             IRIS_RETURN_IF_ERROR(checkGoalReached(browser, task));
@@ -284,23 +284,25 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
     const fs::path demonstrationsDir = options.out / "demonstrations";
     const fs::path projectDir = options.out / "projects" / "synthetic-grounding";
     std::error_code error;
-    for (const fs::path& dir : options.osworld
-                                   ? std::vector<fs::path>{examplesDir, demonstrationsDir, projectDir}
-                                   : std::vector<fs::path>{imagesDir}) {
+    for (const fs::path& dir :
+         options.osworld ? std::vector<fs::path>{examplesDir, demonstrationsDir, projectDir}
+                         : std::vector<fs::path>{imagesDir}) {
         fs::create_directories(dir, error);
         if (error) return Status::ioError(dir.string() + ": " + error.message());
     }
     std::ofstream examples;
     if (!options.osworld) {
         examples.open(options.out / "examples.jsonl", std::ios::binary | std::ios::trunc);
-        if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+        if (!examples)
+            return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
     }
 
     QObject anchor;
     GroundingBrowsers browsers(&anchor);
     GroundingDataSummary summary;
     for (int i = 0; i < options.count; ++i) {
-        if (stop && stop->load()) return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
+        if (stop && stop->load())
+            return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
         const gr::SyntheticTask task =
             gr::generateTask(options.split, options.seed, options.firstIndex + i);
         gr::AnswerFrame frame{task.screen, task.screen};
@@ -312,7 +314,8 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
         std::vector<std::string> history;
         std::string lines;
         Result<std::vector<std::string>> answers = playSyntheticTask(
-            browsers, pages->path(), task, frame, options.maxSteps, [&](const PlayedStep& step) -> Status {
+            browsers, pages->path(), task, frame, options.maxSteps,
+            [&](const PlayedStep& step) -> Status {
                 ++summary.steps;
                 ++summary.stepsPerKind[std::string(gr::stepKindName(step.planned->kind))];
                 if (options.osworld) return Status::ok();
@@ -333,19 +336,23 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
                                            gr::demonstration(task, *answers).dump(2) + "\n"));
         } else {
             examples << lines;
-            if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+            if (!examples)
+                return Status::ioError((options.out / "examples.jsonl").string() +
+                                       ": cannot write");
         }
         ++summary.tasks;
         if (progress) progress(i + 1, options.count, summary.steps);
     }
     if (!options.osworld) {
         examples.close();
-        if (!examples) return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+        if (!examples)
+            return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
     }
     summary.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     // With --osworld the record goes into the pages' project (copied with it, read by nothing).
-    const fs::path record = options.osworld ? projectDir / "dataset.json" : options.out / "dataset.json";
+    const fs::path record =
+        options.osworld ? projectDir / "dataset.json" : options.out / "dataset.json";
     IRIS_RETURN_IF_ERROR(writeText(record, datasetJson(options, summary).dump(2) + "\n"));
     return summary;
 }

@@ -26,8 +26,8 @@ namespace iris::app {
 struct GroundingDataOptions {
     agent::grounding::Split split = agent::grounding::Split::Train;
     std::uint64_t seed = 1;
-    int count = 100;      // tasks
-    int firstIndex = 0;   // tasks firstIndex .. firstIndex + count - 1 of the split
+    int count = 100;     // tasks
+    int firstIndex = 0;  // tasks firstIndex .. firstIndex + count - 1 of the split
     // Pixel budget of the image the model sees: screenshots are smart-resized
     // (inference::smartResize, factor 28) with it, and answers are in that image's pixels.
     std::int64_t maxPixels = 4096 * 28 * 28;
@@ -61,8 +61,8 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
 // own firstIndex, count and out, in task order) into options.out: examples.jsonl concatenated in
 // order, images (or task files) moved, dataset.json with the summed counts: the files one run
 // over the whole range writes. The parts' folders are removed.
-Result<GroundingDataSummary> joinGroundingDataParts(const GroundingDataOptions& options,
-                                                    const std::vector<std::filesystem::path>& parts);
+Result<GroundingDataSummary> joinGroundingDataParts(
+    const GroundingDataOptions& options, const std::vector<std::filesystem::path>& parts);
 
 // One played step: the screenshot it was planned on (screen pixels, BGR), the answer, and the
 // browser showing the page before the answer is carried out.

@@ -177,7 +177,8 @@ TEST(TaskOracle, RefusesAMissingControl) {
     SyntheticTask task;
     task.id = "t";
     task.goals = {{TaskGoal::Act::Click, "c9", {}, StepKind::ClickLabel}};
-    EXPECT_FALSE(planStep(task, 0, {std::nullopt, "", 1280, 800}, {{1280, 800}, {1280, 800}}).isOk());
+    EXPECT_FALSE(
+        planStep(task, 0, {std::nullopt, "", 1280, 800}, {{1280, 800}, {1280, 800}}).isOk());
 }
 
 TEST(TaskExport, EvaluatorReadsFactsAndValuesWithExistingGetters) {

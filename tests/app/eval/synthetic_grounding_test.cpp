@@ -28,8 +28,9 @@ namespace gr = agent::grounding;
 // The control's box, measured here with the page's own getBoundingClientRect.
 gr::Rect measure(agent::GuiThreadEnvironment& browser, const std::string& id) {
     Result<std::string> text = evaluateInPage(
-        browser, "(() => { const r = document.querySelector('[data-iris-id=\"" + id +
-                     "\"]').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()");
+        browser,
+        "(() => { const r = document.querySelector('[data-iris-id=\"" + id +
+            "\"]').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()");
     EXPECT_TRUE(text.isOk()) << text.status().message();
     const nlohmann::json box = nlohmann::json::parse(text.isOk() ? *text : "[0,0,0,0]");
     return {box[0].get<double>(), box[1].get<double>(), box[2].get<double>(), box[3].get<double>()};
@@ -71,8 +72,8 @@ TEST_F(SyntheticGroundingTest, EveryClickLandsInsideTheBoxTheBrowserReports) {
                     agent::ParseOptions options;
                     options.screenWidth = task.screen.width;
                     options.screenHeight = task.screen.height;
-                    options.frame = {agent::CoordinateFrame::Kind::ResizedImage,
-                                     image->width, image->height};
+                    options.frame = {agent::CoordinateFrame::Kind::ResizedImage, image->width,
+                                     image->height};
                     agent::ChatResponse response;
                     response.text = step.planned->answer;
                     const agent::ParsedStep parsed =
@@ -82,8 +83,8 @@ TEST_F(SyntheticGroundingTest, EveryClickLandsInsideTheBoxTheBrowserReports) {
                     EXPECT_TRUE(click && click->at) << step.planned->answer;
                     if (click && click->at) {
                         EXPECT_TRUE(gr::isInside(box, {click->at->x, click->at->y}))
-                            << task.id << " " << step.planned->answer << " box " << box.left
-                            << "," << box.top << " " << box.width << "x" << box.height;
+                            << task.id << " " << step.planned->answer << " box " << box.left << ","
+                            << box.top << " " << box.width << "x" << box.height;
                     }
                     ++clicks;
                     return Status::ok();
@@ -118,12 +119,12 @@ TEST_F(SyntheticGroundingTest, AMultiStepSignInReachesItsGoalThroughRealInput) {
     const gr::SyntheticTask task = firstTask(gr::Split::Train, "Sign in as ");
     ASSERT_EQ(task.goals.size(), 3u);
     agent::GuiThreadEnvironment* browser = nullptr;
-    Result<std::vector<std::string>> answers = playSyntheticTask(
-        m_browsers, folder(), task, {task.screen, task.screen}, 8,
-        [&](const PlayedStep& step) -> Status {
-            browser = step.browser;
-            return Status::ok();
-        });
+    Result<std::vector<std::string>> answers =
+        playSyntheticTask(m_browsers, folder(), task, {task.screen, task.screen}, 8,
+                          [&](const PlayedStep& step) -> Status {
+                              browser = step.browser;
+                              return Status::ok();
+                          });
     ASSERT_TRUE(answers.isOk()) << answers.status().message();
     // type (the first field has the focus), click, type, click "Sign in", finished.
     ASSERT_EQ(answers->size(), 5u);
@@ -164,9 +165,9 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
     int steps = 0;
     while (std::getline(lines, line)) {
         const nlohmann::json example = nlohmann::json::parse(line);
-        for (const char* key : {"id", "task", "step", "image", "image_width", "image_height",
-                                "screen_width", "screen_height", "instruction", "history",
-                                "answer", "kind", "template", "split"})
+        for (const char* key :
+             {"id", "task", "step", "image", "image_width", "image_height", "screen_width",
+              "screen_height", "instruction", "history", "answer", "kind", "template", "split"})
             EXPECT_TRUE(example.contains(key)) << key;
         EXPECT_EQ(example["history"].size(), example["step"].get<std::size_t>());
         EXPECT_TRUE(fs::is_regular_file(folder() / "a" / example["image"].get<std::string>()));
@@ -209,8 +210,7 @@ TEST_F(SyntheticGroundingTest, TheEvaluatorScoresZeroWhenAnotherControlIsClicked
         if (!click) continue;
         agent::GuiThreadEnvironment* browser = nullptr;
         Result<std::vector<std::string>> answers = playSyntheticTask(
-            m_browsers, folder(), task, {task.screen, task.screen}, 8,
-            [&](const PlayedStep& step) {
+            m_browsers, folder(), task, {task.screen, task.screen}, 8, [&](const PlayedStep& step) {
                 browser = step.browser;
                 return Status::ok();
             });
@@ -224,21 +224,23 @@ TEST_F(SyntheticGroundingTest, TheEvaluatorScoresZeroWhenAnotherControlIsClicked
         shortened.goals.pop_back();
         shortened.expectedFacts.erase("last_click");
         shortened.expectedFacts.erase("dialog");
-        Result<std::vector<std::string>> partial = playSyntheticTask(
-            m_browsers, folder(), shortened, {task.screen, task.screen}, 8);
+        Result<std::vector<std::string>> partial =
+            playSyntheticTask(m_browsers, folder(), shortened, {task.screen, task.screen}, 8);
         ASSERT_TRUE(partial.isOk()) << partial.status().message();
         Result<std::string> other = evaluateInPage(
-            *browser, "[...document.querySelectorAll('button[data-iris-id],a[data-iris-id]')]"
-                      ".map(e => e.dataset.irisId).find(id => id !== '" + target +
-                          "' && (() => { const r = document.querySelector('[data-iris-id=\"' + id + '\"]')"
-                          ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight"
-                          " && r.width > 0; })())");
+            *browser,
+            "[...document.querySelectorAll('button[data-iris-id],a[data-iris-id]')]"
+            ".map(e => e.dataset.irisId).find(id => id !== '" +
+                target +
+                "' && (() => { const r = document.querySelector('[data-iris-id=\"' + id + '\"]')"
+                ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight"
+                " && r.width > 0; })())");
         ASSERT_TRUE(other.isOk()) << other.status().message();
         const std::string wrong = nlohmann::json::parse(*other).get<std::string>();
         const gr::Rect box = measure(*browser, wrong);
         ASSERT_TRUE(browser
-                        ->execute(agent::Click{agent::Point{box.left + box.width / 2,
-                                                            box.top + box.height / 2}})
+                        ->execute(agent::Click{
+                            agent::Point{box.left + box.width / 2, box.top + box.height / 2}})
                         .status.isOk());
         EXPECT_EQ(fact(*browser, "last-click"), wrong);
         EXPECT_EQ(score(task, *browser, folder()), 0.0) << task.id << " clicked " << wrong;

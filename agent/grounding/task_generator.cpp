@@ -361,7 +361,7 @@ void formSearch(Builder& b) {
         chipIds.push_back(b.button(chip));
     b.text("</div>" + filler(r, 2) + "</div>");
     const std::string query = pick(r, kQueries);
-    switch (r.below(5)) {
+    switch (r.below(6)) {
         case 0:
         case 1:
             b.task.instruction = "Search for " + quoted(query) + ".";
@@ -378,6 +378,12 @@ void formSearch(Builder& b) {
                         "Click the " + quoted(chips[i]) + " button.");
             break;
         }
+        case 4:
+            b.task.instruction =
+                "Type " + quoted(query) + " into the search field and click 'Search'.";
+            b.typeGoal(fieldId, query);
+            b.clickGoal(go);
+            break;
         default:
             if (r.below(2) == 0)
                 b.clickTask(go, StepKind::ClickLabel, "Click the 'Search' button.");
@@ -465,7 +471,7 @@ void tableFiles(Builder& b) {
     b.title = "Files";
     const bool longList = r.below(3) == 0;
     const std::vector<std::string> names =
-        distinct(r, kFiles, longList ? r.between(14, 20) : r.between(4, 8));
+        distinct(r, kFiles, longList ? r.between(12, 16) : r.between(4, 8));
     const std::vector<std::string> actions =
         r.below(2) ? std::vector<std::string>{"Open", "Delete"}
                    : std::vector<std::string>{"Share", "Download", "Delete"};
@@ -522,6 +528,37 @@ void dialogConfirm(Builder& b) {
             break;
         default:
             b.clickTask(ok, StepKind::ClickLabel, "Confirm: click " + quoted(verb) + ".");
+            break;
+    }
+}
+
+void dialogNewFolder(Builder& b) {
+    SplitMix64& r = b.random;
+    b.title = "Files";
+    std::string fieldId;
+    const auto [close, cancel, ok] =
+        dialogFrame(b, "New folder", "Create", [&] { fieldId = b.field("Folder name", "text"); });
+    const std::string name = pick(r, kQueries);
+    switch (r.below(5)) {
+        case 0:
+        case 1:
+            b.task.instruction = "Create a folder named " + quoted(name) + ".";
+            b.typeGoal(fieldId, name);
+            b.clickGoal(ok);
+            break;
+        case 2:
+            b.clickTask(fieldId, StepKind::ClickRole, "Click the folder name field.");
+            break;
+        case 3:
+            b.task.instruction = "Type " + quoted(name) + " as the folder name.";
+            b.typeGoal(fieldId, name);
+            break;
+        default:
+            if (r.below(2) == 0)
+                b.clickTask(cancel, StepKind::ClickLabel, "Click 'Cancel'.");
+            else
+                b.clickTask(close, StepKind::ClickRole, "Close the dialog with its close button.");
+            b.task.expectedFacts["dialog"] = "closed";
             break;
     }
 }
@@ -784,8 +821,8 @@ struct Template {
 constexpr std::array kTrainTemplates = {
     Template{"form/login", formLogin},         Template{"form/search", formSearch},
     Template{"toolbar/editor", toolbarEditor}, Template{"table/files", tableFiles},
-    Template{"dialog/confirm", dialogConfirm}, Template{"nav/topbar", navTopbar},
-    Template{"cards/grid", cardsGrid}};
+    Template{"dialog/confirm", dialogConfirm}, Template{"dialog/new-folder", dialogNewFolder},
+    Template{"nav/topbar", navTopbar},         Template{"cards/grid", cardsGrid}};
 constexpr std::array kHeldOutTemplates = {
     Template{"form/signup", formSignup},     Template{"form/settings", formSettings},
     Template{"list/contacts", listContacts}, Template{"dialog/form", dialogForm},

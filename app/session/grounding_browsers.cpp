@@ -1,5 +1,6 @@
 #include "app/session/grounding_browsers.h"
 
+#include <fstream>
 #include <functional>
 
 #include <QMetaObject>
@@ -49,6 +50,14 @@ Result<agent::GuiThreadEnvironment*> GroundingBrowsers::show(agent::grounding::S
     }
     IRIS_RETURN_IF_ERROR(found->second->observe().status());
     return found->second.get();
+}
+
+Status writeTextFile(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream file(path, std::ios::binary);
+    file << text;
+    file.close();
+    if (!file) return Status::ioError(path.string() + ": cannot write");
+    return Status::ok();
 }
 
 Result<std::string> evaluateInPage(agent::GuiThreadEnvironment& browser,

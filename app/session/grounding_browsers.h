@@ -31,6 +31,9 @@ private:
     std::map<std::pair<int, int>, std::unique_ptr<agent::GuiThreadEnvironment>> m_browsers;
 };
 
+// Writes `text` (a page, a task file) to `path`, replacing it.
+Status writeTextFile(const std::filesystem::path& path, const std::string& text);
+
 // Runs `script` in the browser's page (BrowserEnvironment::evaluateJavaScript) on its thread.
 Result<std::string> evaluateInPage(agent::GuiThreadEnvironment& browser, const std::string& script);
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -77,14 +76,6 @@ std::string actionsText(const std::vector<agent::Action>& actions) {
     for (const agent::Action& action : actions)
         text += (text.empty() ? "" : ", ") + agent::describe(action);
     return text;
-}
-
-Status writePage(const fs::path& path, const std::string& html) {
-    std::ofstream file(path, std::ios::binary);
-    file << html;
-    file.close();
-    if (!file) return Status::ioError(path.string() + ": cannot write the page");
-    return Status::ok();
 }
 
 agent::CoordinateFrame frameFor(const GroundingCheckOptions& options, gr::ScreenSize screen) {
@@ -208,7 +199,7 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
         char name[32];
         std::snprintf(name, sizeof name, "page-%04d.html", i);
         const fs::path path = folder->path() / name;
-        IRIS_RETURN_IF_ERROR(writePage(path, page.html));
+        IRIS_RETURN_IF_ERROR(writeTextFile(path, page.html));
         Result<agent::GuiThreadEnvironment*> browser = browsers.show(page.screen, path);
         IRIS_RETURN_IF_ERROR(browser.status().withContext("page " + std::to_string(i + 1) + ": "));
         Result<gr::Rect> target = measureTarget(**browser);

@@ -1,6 +1,7 @@
 #include "app/session/grounding_data.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -23,14 +24,6 @@ namespace fs = std::filesystem;
 namespace gr = agent::grounding;
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-Status writeText(const fs::path& path, const std::string& text) {
-    std::ofstream file(path, std::ios::binary);
-    file << text;
-    file.close();
-    if (!file) return Status::ioError(path.string() + ": cannot write");
-    return Status::ok();
-}
 
 // The answer as Iris's agent would read it: UI-TARS syntax, points in the frame's image.
 Result<std::vector<agent::Action>> parseAnswer(const std::string& answer, gr::AnswerFrame frame) {
@@ -113,6 +106,18 @@ std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame
     line["kind"] = gr::stepKindName(planned.kind);
     line["template"] = task.templateName;
     line["split"] = gr::splitName(task.split);
+    // Clicks: the target's measured box in the image's pixels [left, top, right, bottom], so that
+    // a click can be scored without the browser; null for other steps.
+    line["target_box"] = nullptr;
+    if (planned.target) {
+        const double sx = double(frame.image.width) / frame.screen.width;
+        const double sy = double(frame.image.height) / frame.screen.height;
+        const gr::Rect& box = *planned.target;
+        auto tenth = [](double v) { return std::round(v * 10) / 10; };
+        line["target_box"] = {tenth(box.left * sx), tenth(box.top * sy),
+                              tenth((box.left + box.width) * sx),
+                              tenth((box.top + box.height) * sy)};
+    }
     return line.dump() + "\n";
 }
 
@@ -221,7 +226,7 @@ Result<GroundingDataSummary> joinGroundingDataParts(const GroundingDataOptions& 
     }
     const fs::path record =
         options.osworld ? options.out / project / "dataset.json" : options.out / "dataset.json";
-    IRIS_RETURN_IF_ERROR(writeText(record, datasetJson(options, total).dump(2) + "\n"));
+    IRIS_RETURN_IF_ERROR(writeTextFile(record, datasetJson(options, total).dump(2) + "\n"));
     return total;
 }
 
@@ -237,7 +242,7 @@ Result<std::vector<std::string>> playSyntheticTask(
     GroundingBrowsers& browsers, const fs::path& folder, const gr::SyntheticTask& task,
     gr::AnswerFrame frame, int maxSteps, const std::function<Status(const PlayedStep&)>& onStep) {
     const fs::path page = folder / (task.id + ".html");
-    IRIS_RETURN_IF_ERROR(writeText(page, task.html));
+    IRIS_RETURN_IF_ERROR(writeTextFile(page, task.html));
     Result<agent::GuiThreadEnvironment*> shown = browsers.show(task.screen, page);
     IRIS_RETURN_IF_ERROR(shown.status().withContext(task.id + ": "));
     agent::GuiThreadEnvironment& browser = **shown;
@@ -271,6 +276,72 @@ Result<std::vector<std::string>> playSyntheticTask(
                             std::to_string(maxSteps) + " steps");
 }
 
+namespace {
+
+// Where writeGroundingData puts things under options.out.
+struct OutputLayout {
+    fs::path images, examples, tasks, demonstrations, project;
+    explicit OutputLayout(const fs::path& out)
+        : images(out / "images"),
+          examples(out / "examples.jsonl"),
+          tasks(out / "examples" / "synthetic-grounding"),
+          demonstrations(out / "demonstrations"),
+          project(out / "projects" / "synthetic-grounding") {}
+};
+
+Status makeFolders(const OutputLayout& layout, bool osworld) {
+    std::error_code error;
+    for (const fs::path& dir :
+         osworld ? std::vector<fs::path>{layout.tasks, layout.demonstrations, layout.project}
+                 : std::vector<fs::path>{layout.images}) {
+        fs::create_directories(dir, error);
+        if (error) return Status::ioError(dir.string() + ": " + error.message());
+    }
+    return Status::ok();
+}
+
+// The task file, its demonstration (the oracle's answers) and its page.
+Status writeOsworldTask(const OutputLayout& layout, const gr::SyntheticTask& task,
+                        const std::vector<std::string>& answers) {
+    IRIS_RETURN_IF_ERROR(writeTextFile(layout.project / (task.id + ".html"), task.html));
+    const json file =
+        gr::osworldTask(task, "../../projects/synthetic-grounding",
+                        "../../demonstrations/" + task.id + ".json", int(answers.size()) + 5);
+    IRIS_RETURN_IF_ERROR(writeTextFile(layout.tasks / (task.id + ".json"), file.dump(2) + "\n"));
+    return writeTextFile(layout.demonstrations / (task.id + ".json"),
+                         gr::demonstration(task, answers).dump(2) + "\n");
+}
+
+// Plays one task; its examples' lines are appended to `lines` (not with --osworld), its images
+// and task files written.
+Status writeTask(const GroundingDataOptions& options, const OutputLayout& layout,
+                 GroundingBrowsers& browsers, const fs::path& pages, const gr::SyntheticTask& task,
+                 GroundingDataSummary& summary, std::string& lines) {
+    gr::AnswerFrame frame{task.screen, task.screen};
+    if (!options.osworld) {
+        Result<gr::ScreenSize> image = modelImageSize(task.screen, options.maxPixels);
+        IRIS_RETURN_IF_ERROR(image.status().withContext("max pixels: "));
+        frame.image = *image;
+    }
+    std::vector<std::string> history;
+    Result<std::vector<std::string>> answers = playSyntheticTask(
+        browsers, pages, task, frame, options.maxSteps, [&](const PlayedStep& step) -> Status {
+            ++summary.steps;
+            ++summary.stepsPerKind[std::string(gr::stepKindName(step.planned->kind))];
+            if (options.osworld) return Status::ok();
+            IRIS_RETURN_IF_ERROR(writeModelImage(*step.screenshot, frame.image,
+                                                 layout.images / imageName(task.id, step.index)));
+            lines += exampleLine(task, step.index, frame, history, *step.planned);
+            history.push_back(step.planned->answer);
+            return Status::ok();
+        });
+    IRIS_RETURN_IF_ERROR(answers.status());
+    ++summary.tasks;
+    return options.osworld ? writeOsworldTask(layout, task, *answers) : Status::ok();
+}
+
+}  // namespace
+
 Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& options,
                                                 const GroundingDataProgress& progress,
                                                 const std::atomic<bool>* stop) {
@@ -279,22 +350,13 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
     const auto started = std::chrono::steady_clock::now();
     Result<TemporaryFolder> pages = TemporaryFolder::create("iris-grounding-data");
     IRIS_RETURN_IF_ERROR(pages.status());
-    const fs::path imagesDir = options.out / "images";
-    const fs::path examplesDir = options.out / "examples" / "synthetic-grounding";
-    const fs::path demonstrationsDir = options.out / "demonstrations";
-    const fs::path projectDir = options.out / "projects" / "synthetic-grounding";
-    std::error_code error;
-    for (const fs::path& dir :
-         options.osworld ? std::vector<fs::path>{examplesDir, demonstrationsDir, projectDir}
-                         : std::vector<fs::path>{imagesDir}) {
-        fs::create_directories(dir, error);
-        if (error) return Status::ioError(dir.string() + ": " + error.message());
-    }
+    const OutputLayout layout(options.out);
+    IRIS_RETURN_IF_ERROR(makeFolders(layout, options.osworld));
     std::ofstream examples;
+    const Status cannotWrite = Status::ioError(layout.examples.string() + ": cannot write");
     if (!options.osworld) {
-        examples.open(options.out / "examples.jsonl", std::ios::binary | std::ios::trunc);
-        if (!examples)
-            return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+        examples.open(layout.examples, std::ios::binary | std::ios::trunc);
+        if (!examples) return cannotWrite;
     }
 
     QObject anchor;
@@ -303,57 +365,23 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
     for (int i = 0; i < options.count; ++i) {
         if (stop && stop->load())
             return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
-        const gr::SyntheticTask task =
-            gr::generateTask(options.split, options.seed, options.firstIndex + i);
-        gr::AnswerFrame frame{task.screen, task.screen};
-        if (!options.osworld) {
-            Result<gr::ScreenSize> image = modelImageSize(task.screen, options.maxPixels);
-            IRIS_RETURN_IF_ERROR(image.status().withContext("max pixels: "));
-            frame.image = *image;
-        }
-        std::vector<std::string> history;
         std::string lines;
-        Result<std::vector<std::string>> answers = playSyntheticTask(
-            browsers, pages->path(), task, frame, options.maxSteps,
-            [&](const PlayedStep& step) -> Status {
-                ++summary.steps;
-                ++summary.stepsPerKind[std::string(gr::stepKindName(step.planned->kind))];
-                if (options.osworld) return Status::ok();
-                IRIS_RETURN_IF_ERROR(writeModelImage(*step.screenshot, frame.image,
-                                                     imagesDir / imageName(task.id, step.index)));
-                lines += exampleLine(task, step.index, frame, history, *step.planned);
-                history.push_back(step.planned->answer);
-                return Status::ok();
-            });
-        IRIS_RETURN_IF_ERROR(answers.status());
-        if (options.osworld) {
-            IRIS_RETURN_IF_ERROR(writeText(projectDir / (task.id + ".html"), task.html));
-            const json file = gr::osworldTask(task, "../../projects/synthetic-grounding",
-                                              "../../demonstrations/" + task.id + ".json",
-                                              int(answers->size()) + 5);
-            IRIS_RETURN_IF_ERROR(writeText(examplesDir / (task.id + ".json"), file.dump(2) + "\n"));
-            IRIS_RETURN_IF_ERROR(writeText(demonstrationsDir / (task.id + ".json"),
-                                           gr::demonstration(task, *answers).dump(2) + "\n"));
-        } else {
-            examples << lines;
-            if (!examples)
-                return Status::ioError((options.out / "examples.jsonl").string() +
-                                       ": cannot write");
-        }
-        ++summary.tasks;
+        IRIS_RETURN_IF_ERROR(writeTask(
+            options, layout, browsers, pages->path(),
+            gr::generateTask(options.split, options.seed, options.firstIndex + i), summary, lines));
+        if (!options.osworld && !(examples << lines)) return cannotWrite;
         if (progress) progress(i + 1, options.count, summary.steps);
     }
     if (!options.osworld) {
         examples.close();
-        if (!examples)
-            return Status::ioError((options.out / "examples.jsonl").string() + ": cannot write");
+        if (!examples) return cannotWrite;
     }
     summary.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     // With --osworld the record goes into the pages' project (copied with it, read by nothing).
     const fs::path record =
-        options.osworld ? projectDir / "dataset.json" : options.out / "dataset.json";
-    IRIS_RETURN_IF_ERROR(writeText(record, datasetJson(options, summary).dump(2) + "\n"));
+        options.osworld ? layout.project / "dataset.json" : options.out / "dataset.json";
+    IRIS_RETURN_IF_ERROR(writeTextFile(record, datasetJson(options, summary).dump(2) + "\n"));
     return summary;
 }
 

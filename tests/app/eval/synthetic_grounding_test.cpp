@@ -3,6 +3,7 @@
 // multi-step task played through real input reaches its goal state, the writer's examples.jsonl
 // is the same bytes twice, and the OSWorld evaluator of an exported task scores 1 after the
 // oracle's answers and 0 when another control is clicked instead.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -170,6 +171,20 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
               "screen_height", "instruction", "history", "answer", "kind", "template", "split"})
             EXPECT_TRUE(example.contains(key)) << key;
         EXPECT_EQ(example["history"].size(), example["step"].get<std::size_t>());
+        // A click's point (in the image) lies in its target's box (in the image).
+        if (example["answer"].get<std::string>().starts_with("click(")) {
+            int x = 0, y = 0;
+            ASSERT_EQ(std::sscanf(example["answer"].get<std::string>().c_str(),
+                                  "click(start_box='(%d,%d)')", &x, &y),
+                      2);
+            const nlohmann::json& box = example["target_box"];
+            ASSERT_EQ(box.size(), 4u) << line;
+            EXPECT_TRUE(box[0] <= x + 0.5 && x - 0.5 <= box[2] && box[1] <= y + 0.5 &&
+                        y - 0.5 <= box[3])
+                << line;
+        } else {
+            EXPECT_TRUE(example["target_box"].is_null()) << line;
+        }
         EXPECT_TRUE(fs::is_regular_file(folder() / "a" / example["image"].get<std::string>()));
         if (example["screen_width"] == 1280) {
             EXPECT_EQ(example["image_width"], 784);

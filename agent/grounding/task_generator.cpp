@@ -697,7 +697,7 @@ void formSettings(Builder& b) {
     const std::string save = b.button("Save changes", true);
     b.text("</div>" + filler(r, 1) + "</div>");
     const std::string name = pick(r, kFullNames);
-    switch (r.below(5)) {
+    switch (r.below(6)) {
         case 0:
         case 1:
             b.task.instruction = "Set the display name to " + quoted(name) + " and save.";
@@ -711,6 +711,12 @@ void formSettings(Builder& b) {
         }
         case 3:
             b.clickTask(nameId, StepKind::ClickRole, "Click the display name field.");
+            break;
+        case 4:
+            b.task.instruction = "Set the display name to " + quoted(name) + " and press Enter.";
+            b.typeGoal(nameId, name);
+            b.keyGoal("enter");
+            b.task.expectedFacts["submitted"] = "settings";
             break;
         default: {
             const bool saving = r.below(2) == 0;

@@ -44,6 +44,9 @@ const std::vector<OptionSpec>& dataOptions() {
         {"jobs", "j", true,
          "processes writing parts of the set at once (default 1); the result is the same "
          "files, in far less time where rendering waits on frames"},
+        {"messages", "", false,
+         "add to every example the chat request Iris's agent loop sends at that step "
+         "(messages, images named by their files)"},
         {"osworld", "", false,
          "write OSWorld task files with demonstrations (answers in screen pixels) for "
          "'iris eval run' instead of training examples"},
@@ -91,6 +94,7 @@ Result<GroundingDataSummary> writeInParts(const GroundingDataOptions& options, i
             QStringLiteral("--max-pixels"), QString::number(options.maxPixels),
             QStringLiteral("--out"),        QString::fromStdString(parts.back().string())};
         if (options.osworld) arguments << QStringLiteral("--osworld");
+        if (options.messages) arguments << QStringLiteral("--messages");
         auto child = std::make_unique<QProcess>();
         child->setProcessChannelMode(QProcess::ForwardedErrorChannel);
         child->setStandardOutputFile(QProcess::nullDevice());
@@ -154,6 +158,7 @@ int runModelsData(int argc, char** argv) {
     options.firstIndex = int(*first);
     options.maxPixels = *maxPixels;
     options.osworld = args->has("osworld");
+    options.messages = args->has("messages");
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     std::atomic<bool> stop{false};

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -13,7 +15,9 @@
 #include <QObject>
 
 #include "agent/actions/action_format.h"
+#include "agent/agent_loop.h"
 #include "agent/grounding/task_export.h"
+#include "agent/prompt_builder.h"
 #include "base/temporary_folder.h"
 #include "inference/vision/image_preprocess.h"
 
@@ -84,13 +88,60 @@ Status checkClicks(const std::vector<agent::Action>& actions, const gr::PlannedS
     return Status::ok();
 }
 
+// The steps of one task as the agent loop's prompt remembers them, for "messages".
+class PromptMemory {
+public:
+    PromptMemory(const gr::SyntheticTask& task, gr::AnswerFrame frame) {
+        m_settings.format = agent::ActionFormat::UiTars;
+        m_settings.instruction = task.instruction;
+        m_settings.screenWidth = frame.screen.width;
+        m_settings.screenHeight = frame.screen.height;
+        m_settings.browser = true;
+        m_settings.screenshotsInHistory = agent::LoopOptions{}.screenshotsInHistory;
+        m_image = frame.image;
+    }
+
+    // The request for the step whose screenshot is the file `image`; then remembers `answer`
+    // (successful browser actions leave no feedback text, as in the loop).
+    ordered_json request(const std::string& image, const std::string& answer) {
+        auto encoded = std::make_shared<agent::EncodedImage>();
+        encoded->mimeType = "image/png";
+        encoded->width = m_image.width;
+        encoded->height = m_image.height;
+        m_names[encoded.get()] = image;
+        agent::StepMemory current{encoded, {}, {}, {}};
+        const agent::ChatRequest chat = agent::buildChatRequest(m_settings, m_history, current);
+        ordered_json messages = ordered_json::array();
+        for (const agent::ChatMessage& message : chat.messages) {
+            ordered_json content = ordered_json::array();
+            for (const agent::ContentPart& part : message.content) {
+                if (part.isImage())
+                    content.push_back({{"type", "image"}, {"image", m_names.at(part.image.get())}});
+                else
+                    content.push_back({{"type", "text"}, {"text", part.text}});
+            }
+            messages.push_back({{"role", message.role}, {"content", content}});
+        }
+        current.answer.text = answer;
+        m_history.push_back(std::move(current));
+        return messages;
+    }
+
+private:
+    agent::PromptSettings m_settings;
+    gr::ScreenSize m_image;
+    std::vector<agent::StepMemory> m_history;
+    std::map<const agent::EncodedImage*, std::string> m_names;
+};
+
 std::string imageName(const std::string& taskId, int step) {
     return taskId + "-" + std::to_string(step) + ".png";
 }
 
 // examples.jsonl's line for one step: the field names the training script reads.
 std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame frame,
-                        const std::vector<std::string>& history, const gr::PlannedStep& planned) {
+                        const std::vector<std::string>& history, const gr::PlannedStep& planned,
+                        PromptMemory* prompt) {
     ordered_json line;
     line["id"] = task.id + "-" + std::to_string(step);
     line["task"] = task.id;
@@ -118,6 +169,8 @@ std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame
                               tenth((box.left + box.width) * sx),
                               tenth((box.top + box.height) * sy)};
     }
+    if (prompt)
+        line["messages"] = prompt->request("images/" + imageName(task.id, step), planned.answer);
     return line.dump() + "\n";
 }
 
@@ -149,6 +202,7 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
             {"count", options.count},
             {"max_pixels", options.maxPixels},
             {"action_format", "uitars"},
+            {"messages", options.messages},
             {"coordinates",
              options.osworld ? "screen pixels"
                              : "pixels of the resized image (smart resize, factor 28, max_pixels)"},
@@ -324,6 +378,8 @@ Status writeTask(const GroundingDataOptions& options, const OutputLayout& layout
         frame.image = *image;
     }
     std::vector<std::string> history;
+    std::optional<PromptMemory> prompt;
+    if (options.messages) prompt.emplace(task, frame);
     Result<std::vector<std::string>> answers = playSyntheticTask(
         browsers, pages, task, frame, options.maxSteps, [&](const PlayedStep& step) -> Status {
             ++summary.steps;
@@ -331,7 +387,8 @@ Status writeTask(const GroundingDataOptions& options, const OutputLayout& layout
             if (options.osworld) return Status::ok();
             IRIS_RETURN_IF_ERROR(writeModelImage(*step.screenshot, frame.image,
                                                  layout.images / imageName(task.id, step.index)));
-            lines += exampleLine(task, step.index, frame, history, *step.planned);
+            lines += exampleLine(task, step.index, frame, history, *step.planned,
+                                 prompt ? &*prompt : nullptr);
             history.push_back(step.planned->answer);
             return Status::ok();
         });

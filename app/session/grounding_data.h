@@ -36,6 +36,10 @@ struct GroundingDataOptions {
     // in screen pixels, instead of examples.jsonl and images/.
     bool osworld = false;
     int maxSteps = 8;  // a task the oracle cannot finish in this many steps is an error
+    // Each example line also gets "messages": the chat request Iris's agent loop sends at that
+    // step (agent/prompt_builder.h, UI-TARS format, the loop's default screenshot window), images
+    // named by their files, so that a model can be trained on exactly what it will be shown.
+    bool messages = false;
 };
 
 struct GroundingDataSummary {

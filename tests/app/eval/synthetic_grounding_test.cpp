@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -149,6 +150,7 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
     options.seed = 4;
     options.count = 4;
     options.maxPixels = 401408;  // 512 tokens: 1280x800 becomes 784x476
+    options.messages = true;
     options.out = folder() / "a";
     Result<GroundingDataSummary> first = writeGroundingData(options);
     ASSERT_TRUE(first.isOk()) << first.status().message();
@@ -171,6 +173,19 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
               "screen_height", "instruction", "history", "answer", "kind", "template", "split"})
             EXPECT_TRUE(example.contains(key)) << key;
         EXPECT_EQ(example["history"].size(), example["step"].get<std::size_t>());
+        // The agent loop's request: the earlier answers as assistant turns, this step's image
+        // last, the instruction in the first turn.
+        const nlohmann::json& messages = example["messages"];
+        ASSERT_FALSE(messages.empty());
+        EXPECT_EQ(messages.back()["content"].back()["image"], example["image"]);
+        std::vector<std::string> said;
+        for (const nlohmann::json& message : messages)
+            if (message["role"] == "assistant")
+                said.push_back(message["content"][0]["text"].get<std::string>());
+        EXPECT_EQ(nlohmann::json(said), example["history"]);
+        EXPECT_NE(messages[0]["content"][0]["text"].get<std::string>().find(
+                      example["instruction"].get<std::string>()),
+                  std::string::npos);
         // A click's point (in the image) lies in its target's box (in the image).
         if (example["answer"].get<std::string>().starts_with("click(")) {
             int x = 0, y = 0;

@@ -23,11 +23,14 @@ constexpr std::array kModelsSubcommands = {
     Subcommand{"info", "architecture, parameters, context, tensor types, projector", runModelsInfo},
     Subcommand{"check", "how well a model clicks where it is asked to (grounding self-test)",
                runModelsCheck},
+    Subcommand{"data", "synthetic training and evaluation tasks rendered in the browser",
+               runModelsData},
 };
 
 std::string modelsHelpText() {
     return "Usage: iris models SUBCOMMAND [OPTIONS]\n\n"
-           "Find, download, verify and check computer-use models.\n\n"
+           "Find, download, verify and check computer-use models; write synthetic data for "
+           "them.\n\n"
            "Subcommands:\n" +
            subcommandLines(kModelsSubcommands, 10) +
            "\nRun 'iris models SUBCOMMAND --help' for a subcommand's options.\n";

@@ -8,6 +8,7 @@ namespace iris::app {
 
 int runModels(int argc, char** argv);       // models_command.cpp
 int runModelsCheck(int argc, char** argv);  // models_check_command.cpp
+int runModelsData(int argc, char** argv);   // models_data_command.cpp
 
 // The model store (app/models): models_store_commands.cpp.
 int runModelsPull(int argc, char** argv);

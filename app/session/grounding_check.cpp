@@ -2,22 +2,19 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
-#include <QMetaObject>
 #include <QObject>
-#include <QThread>
 
 #include "agent/agent_loop.h"
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/recording/recorder.h"
+#include "app/session/grounding_browsers.h"
 #include "app/session/session_plan.h"
 #include "base/temporary_folder.h"
 #include "inference/vision/image_preprocess.h"
@@ -43,65 +40,13 @@ private:
     std::optional<agent::StepRecord> m_step;
 };
 
-Status onThreadOf(QObject* anchor, const std::function<void()>& work) {
-    if (QThread::currentThread() == anchor->thread()) {
-        work();
-        return Status::ok();
-    }
-    if (!QMetaObject::invokeMethod(anchor, work, Qt::BlockingQueuedConnection))
-        return Status::cancelled("could not reach the browser's Qt thread");
-    return Status::ok();
-}
-
-// One browser per screen size, all on the anchor's thread.
-class Browsers {
-public:
-    explicit Browsers(QObject* anchor) : m_anchor(anchor) {}
-
-    // The browser of `screen`, showing `page` (a file in the pages' folder) and settled.
-    Result<agent::GuiThreadEnvironment*> show(gr::ScreenSize screen, const fs::path& page) {
-        const std::pair key(screen.width, screen.height);
-        auto found = m_browsers.find(key);
-        if (found == m_browsers.end()) {
-            Result<std::unique_ptr<agent::BrowserEnvironment>> made =
-                Status::internal("the browser was not made");
-            IRIS_RETURN_IF_ERROR(onThreadOf(m_anchor, [&] {
-                agent::BrowserOptions options;
-                options.startUrl = page.string();
-                options.viewportWidth = screen.width;
-                options.viewportHeight = screen.height;
-                made = agent::BrowserEnvironment::create(options);
-            }));
-            IRIS_RETURN_IF_ERROR(made.status());
-            auto browser =
-                std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
-            IRIS_RETURN_IF_ERROR(browser->reset());
-            found = m_browsers.emplace(key, std::move(browser)).first;
-        } else {
-            // Relative to the start page's folder, where every page is.
-            const agent::ActionResult loaded =
-                found->second->execute(agent::Navigate{page.filename().string()});
-            IRIS_RETURN_IF_ERROR(loaded.status);
-        }
-        IRIS_RETURN_IF_ERROR(found->second->observe().status());
-        return found->second.get();
-    }
-
-private:
-    QObject* m_anchor;
-    std::map<std::pair<int, int>, std::unique_ptr<agent::GuiThreadEnvironment>> m_browsers;
-};
-
 // The target's box as the browser laid it out.
 Result<gr::Rect> measureTarget(agent::GuiThreadEnvironment& browser) {
     const std::string script = "(() => { const r = document.querySelector('" +
                                std::string(gr::kTargetSelector) +
                                "').getBoundingClientRect(); return {left: r.left, top: r.top, "
                                "width: r.width, height: r.height}; })()";
-    Result<std::string> text = Status::internal("the script did not run");
-    IRIS_RETURN_IF_ERROR(browser.runOnGuiThread([&] {
-        text = static_cast<agent::BrowserEnvironment&>(browser.inner()).evaluateJavaScript(script);
-    }));
+    Result<std::string> text = evaluateInPage(browser, script);
     IRIS_RETURN_IF_ERROR(text.status().withContext("measuring the target: "));
     try {
         const nlohmann::json box = nlohmann::json::parse(*text);
@@ -131,14 +76,6 @@ std::string actionsText(const std::vector<agent::Action>& actions) {
     for (const agent::Action& action : actions)
         text += (text.empty() ? "" : ", ") + agent::describe(action);
     return text;
-}
-
-Status writePage(const fs::path& path, const std::string& html) {
-    std::ofstream file(path, std::ios::binary);
-    file << html;
-    file.close();
-    if (!file) return Status::ioError(path.string() + ": cannot write the page");
-    return Status::ok();
 }
 
 agent::CoordinateFrame frameFor(const GroundingCheckOptions& options, gr::ScreenSize screen) {
@@ -240,7 +177,7 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
         localAnchor = std::make_unique<QObject>();
         browserThread = localAnchor.get();
     }
-    Browsers browsers(browserThread);
+    GroundingBrowsers browsers(browserThread);
 
     gr::GroundingReport report;
     report.model = client.describe();
@@ -262,7 +199,7 @@ Result<gr::GroundingReport> runGroundingCheck(agent::ModelClient& client,
         char name[32];
         std::snprintf(name, sizeof name, "page-%04d.html", i);
         const fs::path path = folder->path() / name;
-        IRIS_RETURN_IF_ERROR(writePage(path, page.html));
+        IRIS_RETURN_IF_ERROR(writeTextFile(path, page.html));
         Result<agent::GuiThreadEnvironment*> browser = browsers.show(page.screen, path);
         IRIS_RETURN_IF_ERROR(browser.status().withContext("page " + std::to_string(i + 1) + ": "));
         Result<gr::Rect> target = measureTarget(**browser);

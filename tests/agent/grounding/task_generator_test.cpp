@@ -1,0 +1,202 @@
+// The synthetic training tasks without a browser: the same seed gives the same bytes, the train
+// and held-out families share neither templates nor pages, every task is reachable in at most
+// five actions and names controls its page has, and the oracle's answers are the UI-TARS calls
+// Iris's parser reads, at hand-computed points.
+#include "agent/grounding/task_generator.h"
+
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "agent/actions/action_format.h"
+#include "agent/grounding/task_export.h"
+#include "agent/grounding/task_oracle.h"
+
+namespace iris::agent::grounding {
+namespace {
+
+TEST(SyntheticTasks, SameSeedGivesIdenticalTasks) {
+    for (Split split : {Split::Train, Split::HeldOut}) {
+        for (int i = 0; i < 60; ++i) {
+            const SyntheticTask a = generateTask(split, 7, i);
+            const SyntheticTask b = generateTask(split, 7, i);
+            EXPECT_EQ(a.html, b.html) << a.id;
+            EXPECT_EQ(a.instruction, b.instruction) << a.id;
+            EXPECT_EQ(a.expectedFacts, b.expectedFacts) << a.id;
+            EXPECT_EQ(a.expectedValues, b.expectedValues) << a.id;
+        }
+    }
+}
+
+TEST(SyntheticTasks, OtherSeedsGiveOtherPages) {
+    int same = 0;
+    for (int i = 0; i < 40; ++i)
+        same += generateTask(Split::Train, 1, i).html == generateTask(Split::Train, 2, i).html;
+    EXPECT_EQ(same, 0);
+}
+
+TEST(SyntheticTasks, TrainAndHeldOutShareNoTemplateAndNoPage) {
+    const std::vector<std::string_view>& train = templateNames(Split::Train);
+    const std::vector<std::string_view>& heldOut = templateNames(Split::HeldOut);
+    const std::set<std::string_view> trainSet(train.begin(), train.end());
+    for (std::string_view name : heldOut)
+        EXPECT_EQ(trainSet.count(name), 0u) << name;
+
+    std::set<std::string> trainUsed, heldOutUsed, trainPages;
+    for (int i = 0; i < 200; ++i) {
+        const SyntheticTask t = generateTask(Split::Train, 3, i);
+        EXPECT_EQ(trainSet.count(t.templateName), 1u) << t.id;
+        trainUsed.insert(t.templateName);
+        trainPages.insert(t.html);
+    }
+    for (int i = 0; i < 200; ++i) {
+        // The same seed and index: the held-out stream is another one all the same.
+        const SyntheticTask h = generateTask(Split::HeldOut, 3, i);
+        EXPECT_EQ(trainSet.count(h.templateName), 0u) << h.id;
+        EXPECT_EQ(trainPages.count(h.html), 0u) << h.id;
+        heldOutUsed.insert(h.templateName);
+    }
+    EXPECT_EQ(trainUsed.size(), train.size());
+    EXPECT_EQ(heldOutUsed.size(), heldOut.size());
+}
+
+// Actions a task needs when nothing must be scrolled: a Type goal clicks its field first unless
+// the field has the autofocus attribute; then finished().
+int actionsNeeded(const SyntheticTask& task) {
+    int actions = 1;
+    for (const TaskGoal& goal : task.goals) {
+        ++actions;
+        if (goal.act == TaskGoal::Act::Type &&
+            task.html.find("data-iris-id=\"" + goal.target + "\" type=\"text\" autofocus") ==
+                std::string::npos)
+            ++actions;
+    }
+    return actions;
+}
+
+TEST(SyntheticTasks, EveryTaskNamesItsControlsAndNeedsAtMostFiveActions) {
+    std::set<std::string> screens;
+    int multiStep = 0;
+    for (Split split : {Split::Train, Split::HeldOut}) {
+        for (int i = 0; i < 300; ++i) {
+            const SyntheticTask t = generateTask(split, 11, i);
+            ASSERT_FALSE(t.instruction.empty()) << t.id;
+            ASSERT_FALSE(t.goals.empty()) << t.id;
+            EXPECT_FALSE(t.expectedFacts.empty() && t.expectedValues.empty()) << t.id;
+            for (const TaskGoal& goal : t.goals) {
+                if (goal.act == TaskGoal::Act::Key) continue;
+                EXPECT_NE(t.html.find("data-iris-id=\"" + goal.target + "\""), std::string::npos)
+                    << t.id << " " << goal.target;
+            }
+            EXPECT_LE(actionsNeeded(t), 5) << t.id << ": " << t.instruction;
+            multiStep += actionsNeeded(t) > 2;
+            screens.insert(screenSizeText(t.screen));
+        }
+    }
+    EXPECT_GT(multiStep, 100);
+    EXPECT_EQ(screens, (std::set<std::string>{"1024x768", "1280x800", "1920x1080"}));
+}
+
+TEST(TaskOracle, ClicksTheBoxCentreInTheResizedImage) {
+    SyntheticTask task;
+    task.id = "t";
+    task.goals = {{TaskGoal::Act::Click, "c4", {}, StepKind::ClickPosition}};
+    ControlProbe probe{Rect{100, 200, 50, 20}, "", 1280, 800};
+    // Centre (125, 210) in a 1280x800 screen shown as 1288x812: 125 * 1288 / 1280 = 125.78,
+    // 210 * 812 / 800 = 213.15.
+    const AnswerFrame frame{{1280, 800}, {1288, 812}};
+    Result<PlannedStep> step = planStep(task, 0, probe, frame);
+    ASSERT_TRUE(step.isOk()) << step.status().message();
+    EXPECT_EQ(step->answer, "click(start_box='(126,213)')");
+    EXPECT_EQ(step->kind, StepKind::ClickPosition);
+    EXPECT_TRUE(step->finishesGoal);
+
+    // Iris's parser maps it back inside the box.
+    ParseOptions options;
+    options.screenWidth = 1280;
+    options.screenHeight = 800;
+    options.frame = {CoordinateFrame::Kind::ResizedImage, 1288, 812};
+    ChatResponse response;
+    response.text = step->answer;
+    const ParsedStep parsed = parseModelOutput(ActionFormat::UiTars, response, options);
+    ASSERT_EQ(parsed.actions.size(), 1u);
+    const auto* click = std::get_if<Click>(&parsed.actions[0]);
+    ASSERT_NE(click, nullptr);
+    ASSERT_TRUE(click->at.has_value());
+    EXPECT_TRUE(isInside(*probe.box, {click->at->x, click->at->y}));
+}
+
+TEST(TaskOracle, ScrollsToAControlBelowTheFoldThenTypesOnceItHasTheFocus) {
+    SyntheticTask task;
+    task.id = "t";
+    task.goals = {{TaskGoal::Act::Type, "c2", "hello 'you'", StepKind::ClickRole},
+                  {TaskGoal::Act::Key, {}, "enter", StepKind::Key}};
+    const AnswerFrame frame{{1280, 800}, {1280, 800}};
+    Result<PlannedStep> scroll = planStep(task, 0, {Rect{10, 900, 100, 30}, "", 1280, 800}, frame);
+    ASSERT_TRUE(scroll.isOk());
+    EXPECT_EQ(scroll->answer, "scroll(start_box='(640,400)', direction='down')");
+    EXPECT_EQ(scroll->kind, StepKind::Scroll);
+    EXPECT_FALSE(scroll->finishesGoal);
+    Result<PlannedStep> up = planStep(task, 0, {Rect{10, -40, 100, 30}, "", 1280, 800}, frame);
+    EXPECT_EQ(up->answer, "scroll(start_box='(640,400)', direction='up')");
+    Result<PlannedStep> click = planStep(task, 0, {Rect{10, 100, 100, 30}, "c1", 1280, 800}, frame);
+    EXPECT_EQ(click->answer, "click(start_box='(60,115)')");
+    EXPECT_FALSE(click->finishesGoal);
+    Result<PlannedStep> type = planStep(task, 0, {Rect{10, 100, 100, 30}, "c2", 1280, 800}, frame);
+    EXPECT_EQ(type->answer, "type(content='hello \\'you\\'')");
+    EXPECT_EQ(type->kind, StepKind::Type);
+    EXPECT_TRUE(type->finishesGoal);
+    EXPECT_EQ(planStep(task, 1, {}, frame)->answer, "hotkey(key='enter')");
+    Result<PlannedStep> done = planStep(task, 2, {}, frame);
+    EXPECT_EQ(done->answer, "finished()");
+    EXPECT_TRUE(done->done);
+
+    // Every answer is one action to Iris's parser; the typed text keeps its quotes.
+    ParseOptions options;
+    options.screenWidth = 1280;
+    options.screenHeight = 800;
+    options.frame = {CoordinateFrame::Kind::ResizedImage, 1280, 800};
+    for (const PlannedStep& s : {*scroll, *click, *type, *planStep(task, 1, {}, frame), *done}) {
+        ChatResponse response;
+        response.text = s.answer;
+        const ParsedStep parsed = parseModelOutput(ActionFormat::UiTars, response, options);
+        EXPECT_TRUE(parsed.errors.empty()) << s.answer;
+        EXPECT_EQ(parsed.actions.size(), 1u) << s.answer;
+    }
+    ChatResponse typed;
+    typed.text = type->answer;
+    const ParsedStep typedStep = parseModelOutput(ActionFormat::UiTars, typed, options);
+    ASSERT_EQ(typedStep.actions.size(), 1u);
+    const auto* text = std::get_if<TypeText>(&typedStep.actions[0]);
+    ASSERT_NE(text, nullptr);
+    EXPECT_EQ(text->text, "hello 'you'");
+}
+
+TEST(TaskOracle, RefusesAMissingControl) {
+    SyntheticTask task;
+    task.id = "t";
+    task.goals = {{TaskGoal::Act::Click, "c9", {}, StepKind::ClickLabel}};
+    EXPECT_FALSE(
+        planStep(task, 0, {std::nullopt, "", 1280, 800}, {{1280, 800}, {1280, 800}}).isOk());
+}
+
+TEST(TaskExport, EvaluatorReadsFactsAndValuesWithExistingGetters) {
+    SyntheticTask task;
+    task.id = "heldout-000001";
+    task.expectedFacts = {{"last_click", "c5"}};
+    task.expectedValues = {{"c2", "Ada"}};
+    const nlohmann::json e = taskEvaluator(task);
+    EXPECT_EQ(e["conj"], "and");
+    EXPECT_EQ(e["func"], nlohmann::json({"check_direct_json_object", "check_direct_json_object"}));
+    EXPECT_EQ(e["result"][0]["xpathObject"]["//*[@id='iris-last-click']"], "last_click");
+    EXPECT_EQ(e["result"][1]["inputObject"]["//*[@data-iris-id='c2']"], "c2");
+    EXPECT_EQ(e["expected"][0]["rules"]["expected"]["last_click"], "c5");
+    EXPECT_EQ(e["expected"][1]["rules"]["expected"]["c2"], "Ada");
+
+    task.expectedValues.clear();
+    EXPECT_EQ(taskEvaluator(task)["func"], "check_direct_json_object");
+}
+
+}  // namespace
+}  // namespace iris::agent::grounding

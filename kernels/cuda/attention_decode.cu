@@ -203,7 +203,7 @@ cudaError_t attend(const float* q, int seqs, int heads, const PagedKv& kv,
                    cudaStream_t stream) {
     if (seqs < 0 || heads <= 0 || kv.kvHeads <= 0 || heads % kv.kvHeads != 0 ||
         heads / kv.kvHeads > kMaxGroup || kv.headDim <= 0 || kv.headDim % kWarp != 0 ||
-        kv.headDim > kMaxHeadDim || kv.blockSize <= 0 || tokens < 0 ||
+        kv.headDim > kMaxHeadDim || kv.blockSize <= 0 || tokens < 0 || tableStride < 0 ||
         (kv.type != TensorType::F16 && kv.type != TensorType::F32))
         return cudaErrorInvalidValue;
     if (seqs == 0) return cudaSuccess;

@@ -39,7 +39,9 @@ cudaError_t attendDecode(const float* q, int seqs, int heads, const PagedKv& kv,
 // heads * headDim) attends to positions [0, lengths[i]) through the one block table kv.blockTable,
 // each token walked like a decoding sequence of its own (every token reads its K/V range again;
 // a tiled FlashAttention kernel that shares K/V between a chunk's tokens is still to come).
-// Scratch: attendDecodeScratchBytes(tokens, heads, headDim, maxLength).
+// Scratch: attendDecodeScratchBytes(tokens, heads, headDim, maxLength), which grows with tokens
+// times context (a 2048-token chunk at 128k tokens, 28 heads of 128: about 15 GB), so this is
+// for short contexts until the tiled kernel exists.
 cudaError_t attendPrefill(const float* q, int tokens, int heads, const PagedKv& kv,
                           const std::int32_t* lengths, std::int64_t maxLength, float scale,
                           float* out, void* scratch, cudaStream_t stream);

@@ -126,7 +126,9 @@ cudaError_t ropeNeox(float* x, std::int64_t tokens, std::ptrdiff_t tokenStride, 
         return cudaErrorInvalidValue;
     const std::int64_t pairs = tokens * heads * (rotDims / 2);
     if (pairs == 0) return cudaSuccess;
-    if (x == nullptr || cos == nullptr || sin == nullptr) return cudaErrorInvalidValue;
+    if (x == nullptr || cos == nullptr || sin == nullptr ||
+        (tokens > 1 && tokenStride < std::ptrdiff_t(heads) * headDim))
+        return cudaErrorInvalidValue;
     ropeNeoxKernel<<<gridFor(pairs), kThreads, 0, stream>>>(x, tokens, tokenStride, heads, headDim,
                                                             rotDims / 2, cos, sin);
     return cudaGetLastError();
@@ -159,7 +161,9 @@ cudaError_t embeddingRows(TensorType type, const void* table, std::int64_t rows,
     if (width % info.blockElements != 0 || (info.blockElements > 1 && width % 32 != 0))
         return cudaErrorInvalidValue;
     if (count == 0 || width == 0) return cudaSuccess;
-    if (table == nullptr || ids == nullptr || out == nullptr) return cudaErrorInvalidValue;
+    if (table == nullptr || ids == nullptr || out == nullptr || (count > 1 && outStride < width) ||
+        reinterpret_cast<std::uintptr_t>(table) % (type == TensorType::F32 ? 4 : 2) != 0)
+        return cudaErrorInvalidValue;
     return withDeviceType(type, [&](auto tag) {
         launchEmbedding<decltype(tag)::value>(table, rows, width, ids, count, out, outStride,
                                               stream);

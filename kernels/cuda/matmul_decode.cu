@@ -189,6 +189,11 @@ bool aligned(const void* p, std::uintptr_t bytes) {
     return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
+// f32 rows are read 4 bytes at a time, everything else in 16-bit halves.
+std::uintptr_t weightAlignment(TensorType type) {
+    return type == TensorType::F32 ? 4 : 2;
+}
+
 unsigned gridFor(std::int64_t rows) {
     return unsigned(std::min<std::int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, INT_MAX));
 }
@@ -227,7 +232,9 @@ cudaError_t matmulDecode(TensorType weightType, const void* w, std::int64_t n, s
     if (k == 0)  // empty sums
         return cudaMemset2DAsync(y, std::size_t(yStride) * sizeof(float), 0,
                                  std::size_t(n) * sizeof(float), std::size_t(m), stream);
-    if (w == nullptr || x == nullptr || !aligned(w, 2)) return cudaErrorInvalidValue;
+    if (w == nullptr || x == nullptr || !aligned(w, weightAlignment(weightType)) ||
+        (m > 1 && xStride < k))
+        return cudaErrorInvalidValue;
     const std::int64_t rowBytes = k / info.blockElements * info.blockBytes;
     const unsigned grid = gridFor(n);
     const int rows = int(m);
@@ -297,7 +304,7 @@ cudaError_t matmulDecodeGrouped(TensorType weightType, const void* stack, std::i
         return cudaErrorInvalidValue;
     if (pairs == 0 || n == 0) return cudaSuccess;
     if (stack == nullptr || x == nullptr || expertIds == nullptr || y == nullptr || yStride < n ||
-        !aligned(stack, 2))
+        (rows > 1 && xStride < k) || !aligned(stack, weightAlignment(weightType)))
         return cudaErrorInvalidValue;
     auto* act = static_cast<BlockQ8Act*>(scratch);
     if (!isFloatType(weightType)) {

@@ -96,7 +96,8 @@ cudaError_t matmulPrefill(TensorType weightType, const void* w, std::int64_t n, 
     if (n < 0 || k < 0 || m < 0 || k % kStep != 0) return cudaErrorInvalidValue;
     if (n == 0 || m == 0) return cudaSuccess;
     if (w == nullptr || y == nullptr || (k > 0 && x == nullptr) || yStride < n ||
-        reinterpret_cast<std::uintptr_t>(w) % 2 != 0)
+        (m > 1 && xStride < k) ||
+        reinterpret_cast<std::uintptr_t>(w) % (weightType == TensorType::F32 ? 4 : 2) != 0)
         return cudaErrorInvalidValue;
     const auto& info = tensorTypeInfo(weightType);
     if (k % info.blockElements != 0 ||

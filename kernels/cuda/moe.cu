@@ -104,7 +104,9 @@ cudaError_t addWeightedExperts(float* y, std::ptrdiff_t yStride, const float* ou
                                int used, std::int64_t width, cudaStream_t stream) {
     if (rows < 0 || used < 1 || width < 0) return cudaErrorInvalidValue;
     if (rows == 0 || width == 0) return cudaSuccess;
-    if (y == nullptr || outputs == nullptr || weights == nullptr) return cudaErrorInvalidValue;
+    if (y == nullptr || outputs == nullptr || weights == nullptr || (rows > 1 && yStride < width) ||
+        outStride < width)
+        return cudaErrorInvalidValue;
     constexpr int kThreads = 256;
     const auto grid =
         unsigned(std::clamp<std::int64_t>((rows * width + kThreads - 1) / kThreads, 1, 65535));

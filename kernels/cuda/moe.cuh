@@ -17,7 +17,8 @@ inline constexpr int kMaxExpertsUsed = 16;
 // For each row r of router logits (rows x experts, row stride `stride`): the `used` experts of
 // largest sigmoid(logit) + bias[e] (bias may be null), in that order, ties to the lower id, at
 // expertIds + r * used; their weights sigmoid(logit), divided by their sum (clamped below at
-// 6.1035e-5) when `normalise`, times `scale`, at weights + r * used. NaN scores rank last.
+// 6.1035e-5) when `normalise`, times `scale`, at weights + r * used. NaN scores rank last (the
+// CPU's insertion keeps a NaN only while fewer than `used` experts have been seen).
 cudaError_t routeSigmoid(const float* logits, std::int64_t rows, int experts, std::ptrdiff_t stride,
                          const float* bias, int used, bool normalise, float scale,
                          std::int32_t* expertIds, float* weights, cudaStream_t stream);

@@ -88,7 +88,9 @@ cudaError_t rmsNorm(const float* x, std::ptrdiff_t xStride, const float* w, floa
                     cudaStream_t stream) {
     if (rows < 0 || cols < 0) return cudaErrorInvalidValue;
     if (rows == 0 || cols == 0) return cudaSuccess;
-    if (x == nullptr || w == nullptr || y == nullptr) return cudaErrorInvalidValue;
+    if (x == nullptr || w == nullptr || y == nullptr ||
+        (rows > 1 && (xStride < cols || yStride < cols)))
+        return cudaErrorInvalidValue;
     const bool vec4 = cols % 4 == 0 && xStride % 4 == 0 && yStride % 4 == 0 && aligned16(x) &&
                       aligned16(w) && aligned16(y);
     // Wide rows get more threads so each thread keeps a few elements in flight.

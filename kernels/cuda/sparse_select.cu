@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "kernels/cuda/sampling.cuh"
@@ -72,7 +73,8 @@ __global__ void rankableScoresKernel(const float* __restrict__ scores, int group
     for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < maxBlocks;
          b += gridDim.x * blockDim.x) {
         const float s = scores[std::int64_t(row) * maxBlocks + b];
-        float v = s;
+        // A real +inf ranks just below the forced blocks' marker, so they are never displaced.
+        float v = s == INFINITY ? FLT_MAX : s;
         if (b >= blocks || isnan(s) || s == -INFINITY) v = NAN;
         if (b < blocks && b >= blocks - localBlocks) v = INFINITY;
         work[std::int64_t(row) * maxBlocks + b] = v;
@@ -109,6 +111,7 @@ cudaError_t indexerBlockScores(const float* q, int seqs, int groups, const Paged
                                cudaStream_t stream) {
     if (seqs < 0 || groups < 1 || groups > kMaxGroups || keys.dim <= 0 || keys.dim % kWarp != 0 ||
         keys.dim > kMaxDim || keys.pageSize <= 0 || selectionBlock <= 0 || maxBlocks < 0 ||
+        tableStride < 0 ||
         seqs > 65535)
         return cudaErrorInvalidValue;
     if (seqs == 0 || maxBlocks == 0) return cudaSuccess;

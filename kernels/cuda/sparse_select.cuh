@@ -15,7 +15,7 @@ namespace iris::kernels::cuda {
 
 // scores[(s * groups + r) * maxBlocks + b] = max over positions t of block b, t < lengths[s],
 // of q[s, r] . key_s[t] (unscaled), for b < selectionBlocks(lengths[s], selectionBlock); -inf
-// for the blocks after that, up to maxBlocks. q: (seqs, groups, keys.dim) f32; keys.blockTable:
+// for the blocks after that, up to maxBlocks (which must hold every sequence's blocks). q: (seqs, groups, keys.dim) f32; keys.blockTable:
 // sequence s's table at + s * tableStride. keys.dim a multiple of 32, at most 256; groups <= 16.
 cudaError_t indexerBlockScores(const float* q, int seqs, int groups, const PagedIndexKeys& keys,
                                std::ptrdiff_t tableStride, const std::int32_t* lengths,

@@ -112,17 +112,24 @@ TEST_F(MoeCuda, GroupedProductsUseEachPairsExpert) {
         for (std::size_t p = 0; p < ids.size(); ++p) {
             const float* xr = &x[(p / perRow) * std::size_t(k)];
             for (std::int64_t o = 0; o < n; ++o) {
-                double want = 0.0, magnitude = 0.0;
+                double want = 0.0, magnitude = 0.0, rounding = 0.0;
                 if (ids[p] < experts) {
                     const float* w = &weights[(std::size_t(ids[p]) * n + std::size_t(o)) * k];
-                    for (std::int64_t j = 0; j < k; ++j) {
-                        want += double(w[j]) * double(xr[j]);
-                        magnitude += std::abs(double(w[j]) * double(xr[j]));
+                    for (std::int64_t j0 = 0; j0 < k; j0 += 32) {
+                        float amax = 0.0f;
+                        for (std::int64_t j = j0; j < j0 + 32; ++j)
+                            amax = std::max(amax, std::abs(xr[j]));
+                        for (std::int64_t j = j0; j < j0 + 32; ++j) {
+                            want += double(w[j]) * double(xr[j]);
+                            magnitude += std::abs(double(w[j]) * double(xr[j]));
+                            rounding += std::abs(double(w[j])) * double(amax) / 254.0;
+                        }
                     }
                 }
-                // 8-bit activations for the quantised types: at most 1/254 of each |w x|.
+                // 8-bit activations for the quantised types: each x_j is off by at most half a
+                // step of its block, amax / 127 / 2.
                 const double tolerance =
-                    (type == TensorType::F16 ? 1e-5 : 1.0 / 254.0 * 1.01) * magnitude + 1e-5;
+                    (type == TensorType::F16 ? 0.0 : rounding * 1.001) + 1e-5 * magnitude + 1e-5;
                 ASSERT_NEAR(y[p * std::size_t(yStride) + std::size_t(o)], want, tolerance)
                     << "pair " << p << " output " << o;
             }

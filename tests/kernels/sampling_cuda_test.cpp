@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -15,11 +16,12 @@ using cuda_test::DeviceBuffer;
 
 class SamplingCuda : public cuda_test::CudaTest {};
 
-// Rows with many exact ties (logits on a coarse grid), of a vocabulary that leaves a short last
-// slice: the candidates equal std::partial_sort's with inference/sampler.cpp's ranking.
+// Rows with many exact ties (logits on a coarse grid) and, in row 1, NaN logits, for
+// vocabularies that leave a last slice shorter than k (4106 = 4096 + 10) or a long one: the
+// candidates equal std::partial_sort's with inference/sampler.cpp's ranking, NaN last.
 TEST_F(SamplingCuda, TopCandidatesAreThePartialSortOfTheRow) {
     for (int k : {1, 40, 256}) {
-        for (std::int64_t vocab : {std::int64_t(300), std::int64_t(151936)}) {
+        for (std::int64_t vocab : {std::int64_t(300), std::int64_t(4106), std::int64_t(151936)}) {
             if (k > vocab) continue;
             SCOPED_TRACE(::testing::Message() << "k=" << k << " vocab=" << vocab);
             const int rows = 3;
@@ -29,7 +31,8 @@ TEST_F(SamplingCuda, TopCandidatesAreThePartialSortOfTheRow) {
             std::vector<float> logits(std::size_t(rows * stride), -1e30f);
             for (int r = 0; r < rows; ++r)
                 for (std::int64_t i = 0; i < vocab; ++i)
-                    logits[std::size_t(r * stride + i)] = float(grid(rng)) / 16.0f;
+                    logits[std::size_t(r * stride + i)] =
+                        r == 1 && i % 97 == 3 ? NAN : float(grid(rng)) / 16.0f;
             DeviceBuffer dlogits(logits.size() * 4), dids(std::size_t(rows * k) * 4),
                 dvalues(std::size_t(rows * k) * 4),
                 scratch(std::size_t(cuda::topCandidatesScratchBytes(rows, vocab, k)));
@@ -48,12 +51,20 @@ TEST_F(SamplingCuda, TopCandidatesAreThePartialSortOfTheRow) {
                 const float* row = &logits[std::size_t(r * stride)];
                 std::partial_sort(order.begin(), order.begin() + k, order.end(),
                                   [&](std::int32_t a, std::int32_t b) {
+                                      if (std::isnan(row[a]) || std::isnan(row[b]))
+                                          return !std::isnan(row[a]) ||
+                                                 (std::isnan(row[b]) && a < b);
                                       return row[a] > row[b] || (row[a] == row[b] && a < b);
                                   });
                 for (int j = 0; j < k; ++j) {
                     ASSERT_EQ(ids[std::size_t(r * k + j)], order[std::size_t(j)])
                         << "row " << r << " place " << j;
-                    ASSERT_EQ(values[std::size_t(r * k + j)], row[order[std::size_t(j)]]);
+                    const float want = row[order[std::size_t(j)]];
+                    if (std::isnan(want)) {
+                        ASSERT_TRUE(std::isnan(values[std::size_t(r * k + j)]));
+                    } else {
+                        ASSERT_EQ(values[std::size_t(r * k + j)], want);
+                    }
                 }
             }
         }

@@ -92,13 +92,16 @@ TEST_F(SparseAttentionCuda, BlockScoresSelectionAndAttentionMatchTheCpu) {
             }
     }
 
-    // 2. The selection against the CPU's on the same scores, with a NaN, a -inf and an exact
-    // tie for the best score planted (ties go to the lower block).
+    // 2. The selection against the CPU's on the same scores, with a NaN, a -inf and a row of
+    // exact ties planted (ties go to the lower block).
     scores[std::size_t(groups) * 2 * maxBlocks + 3] = NAN;
     scores[std::size_t(groups) * 2 * maxBlocks + maxBlocks + 4] = -INFINITY;
+    // Sequence 3, group 0: every block but the forced last one scores the same, so the choice
+    // is decided by the tie rule alone (the CPU picks blocks 0..topK-2 and the last).
     float* tied = &scores[std::size_t(groups) * 3 * maxBlocks];
-    const float best = *std::max_element(tied, tied + maxBlocks - 1);
-    tied[7] = tied[2] = best;
+    std::fill(tied, tied + maxBlocks - 1, 1.0f);
+    // Group 1 of it: ten blocks at +infinity (an overflowing score) still leave the forced block.
+    std::fill(tied + maxBlocks, tied + maxBlocks + 10, INFINITY);
     ASSERT_EQ(cuda_test::upload(scores, dscores), cudaSuccess);
     const int rows = pages.seqs() * groups;
     DeviceBuffer dselected(std::size_t(rows) * topK * 4), dcounts(std::size_t(rows) * 4),

@@ -40,8 +40,8 @@ struct KvTierOptions {
     std::int64_t diskBytes = 0;
     // A folder for the spill file (created there and unlinked at once: nothing stays behind),
     // or `diskFile`, a file to use as it is (tests: /dev/full). One of them when diskBytes > 0.
-    std::string diskFolder;
-    std::string diskFile;
+    std::string diskFolder{};
+    std::string diskFile{};
     // Tests: fill a unit that leaves the compute tier with NaN (all bits set) instead of giving
     // its pages back, so that attention over a unit that is not resident cannot go unnoticed.
     bool poisonEvicted = false;
@@ -124,7 +124,7 @@ private:
         std::uint64_t used = 0;    // last require/write, in forward passes
         std::int32_t host = -1;    // host-tier slot holding a copy
         std::int32_t disk = -1;    // disk-tier slot holding a copy
-        bool resident = true;
+        bool resident = false;
     };
     std::size_t unitIndex(int layer, std::int32_t block) const;
     int layerOf(std::size_t unit) const;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace iris::inference {
 
@@ -80,6 +81,8 @@ public:
         if (!path.empty()) {
             fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         } else {
+            std::error_code ignored;  // a folder that cannot be made fails at mkostemp, named
+            std::filesystem::create_directories(o.diskFolder, ignored);
             path = o.diskFolder + "/iris-kv-spill-XXXXXX";
             fd = ::mkostemp(path.data(), O_CLOEXEC);
             if (fd >= 0) ::unlink(path.c_str());  // nothing stays behind, even after a crash

@@ -250,6 +250,7 @@ void Scheduler::publishStats(std::int64_t generated) {
     m_stats.waiting = int(m_waiting.size());
     m_stats.running = int(m_running.size());
     if (m_disk) m_stats.disk = m_disk->stats();
+    if (const KvTiers* tiers = m_engine->kvTiers()) m_stats.tiers = tiers->stats();
 }
 
 // Requests whose clients cancelled end now, with what they have.

@@ -103,6 +103,7 @@ struct SchedulerStats {
     int waiting = 0;
     int running = 0;
     KvDiskStats disk;  // the disk tier (zeros when off)
+    KvTierStats tiers;  // MiniMax-M3's KV tiers (zeros when off): bytes moved, resident bytes
 };
 
 // One streamed token: its id and the text it completes (possibly empty: a character can span

@@ -210,9 +210,9 @@ Status KvTiers::require(int layer, std::span<const std::int32_t> blocks) {
         const std::size_t unit = unitIndex(layer, block);
         ++m_stats.required;
         if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
-        touch(unit, m_forward);
+        touch(unit, requiredTick());
     }
-    trim();
+    trim(layer);
     return {};
 }
 
@@ -221,7 +221,7 @@ Status KvTiers::writable(std::int32_t block) {
         const std::size_t unit = unitIndex(layer, block);
         if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
         dropCopies(unit);
-        touch(unit, m_forward + 1);  // written by the next forward pass: kept through it
+        touch(unit, pinnedTick());  // written by the next forward pass: kept through it
     }
     return {};
 }
@@ -230,7 +230,7 @@ Status KvTiers::requireWhole(std::int32_t block) {
     for (int layer = m_firstLayer; layer < m_cache.options().layers; ++layer) {
         const std::size_t unit = unitIndex(layer, block);
         if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
-        touch(unit, m_forward + 1);
+        touch(unit, pinnedTick());
     }
     return {};
 }
@@ -251,7 +251,7 @@ void KvTiers::forget(std::int32_t block, bool inUse) {
             --m_resident;
             m_compute->release(layer, block, false);
         }
-        if (inUse) touch(unit, m_forward + 1);
+        if (inUse) touch(unit, pinnedTick());
     }
 }
 
@@ -296,16 +296,28 @@ Status KvTiers::bringIn(std::size_t unit) {
     return {};
 }
 
-void KvTiers::trim() {
+void KvTiers::trim(int activeLayer) {
     const std::int64_t budget = m_options.computeBytes / m_unitBytes;
-    while (m_resident > budget && !m_residentOrder.empty()) {
-        const auto [used, unit] = *m_residentOrder.begin();
-        if (used >= m_forward) {  // everything left is needed by this forward pass
-            ++m_stats.overBudget;
-            return;
+    const std::uint64_t now = requiredTick();
+    // Units last required before this forward pass go first, least recently required first.
+    while (m_resident > budget && !m_residentOrder.empty() && m_residentOrder.begin()->first < now)
+        evict(m_residentOrder.begin()->second);
+    // Then those this pass required for other layers (their attention is done), never those of
+    // the layer at work nor those this pass writes (pinnedTick, after `now`).
+    if (m_resident > budget && activeLayer >= 0) {
+        const auto first = std::uint32_t(unitIndex(activeLayer, 0)),
+                   last = first + std::uint32_t(m_blocks);
+        auto it = m_residentOrder.lower_bound({now, 0});
+        while (m_resident > budget && it != m_residentOrder.end() && it->first == now) {
+            if (it->second >= first && it->second < last) {
+                it = m_residentOrder.lower_bound({now, last});
+                continue;
+            }
+            const std::uint32_t unit = (it++)->second;
+            evict(unit);
         }
-        evict(unit);
     }
+    if (m_resident > budget) ++m_stats.overBudget;
 }
 
 // Out of the compute tier: copied to the host tier unless a copy exists already.

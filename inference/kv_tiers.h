@@ -103,13 +103,14 @@ public:
     Status requireWhole(std::int32_t block) override;
     void forget(std::int32_t block, bool inUse) override;
 
-    // Puts a unit's contents straight into the host/disk tiers without making it resident
-    // (building a long context synthetically, or restoring one): the unit must not be resident
-    // or it must be written first (forget()).
+    // Gives a unit these contents, put straight into the host tier (and from there to disk)
+    // rather than the compute tier: a long context built or restored without passing through
+    // the pool (tests, benchmarks). The block must be held by a sequence.
     void adopt(int layer, std::int32_t block, std::span<const std::byte> unit);
-    // Moves units out of the compute tier until it is within budget (not those the current
-    // forward pass required or wrote).
-    void trim();
+    // Moves units out of the compute tier until it is within budget: first those not required
+    // in the current forward pass, then (with activeLayer) those it required for other layers;
+    // never those of activeLayer it required nor those it writes.
+    void trim(int activeLayer = -1);
 
     bool resident(int layer, std::int32_t block) const;
     std::int64_t unitBytes() const { return m_unitBytes; }
@@ -121,7 +122,7 @@ public:
 private:
     KvTiers(KvCache& cache, const KvTierOptions& options, std::unique_ptr<ComputeTier> compute);
     struct Unit {
-        std::uint64_t used = 0;    // last require/write, in forward passes
+        std::uint64_t used = 0;    // last require/write: requiredTick() or pinnedTick()
         std::int32_t host = -1;    // host-tier slot holding a copy
         std::int32_t disk = -1;    // disk-tier slot holding a copy
         bool resident = false;
@@ -130,6 +131,10 @@ private:
     int layerOf(std::size_t unit) const;
     std::int32_t blockOf(std::size_t unit) const;
     void touch(std::size_t unit, std::uint64_t when);
+    // Eviction-order stamps: a unit required in forward pass f gets 2f; one written in pass f
+    // (made writable just before it) 2f + 1, which keeps it through that pass.
+    std::uint64_t requiredTick() const { return 2 * m_forward; }
+    std::uint64_t pinnedTick() const { return 2 * (m_forward + 1) + 1; }
     Status bringIn(std::size_t unit);
     void evict(std::size_t unit);
     void dropCopies(std::size_t unit);

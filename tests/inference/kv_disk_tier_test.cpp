@@ -263,5 +263,33 @@ TEST_F(KvDiskTier, MiniMaxM3IndexerKeysComeBackFromDisk) {
     EXPECT_EQ(resumed.stats.disk.rejected, 0);
 }
 
+// KV tiers (inference/kv_tiers.h) under the scheduler with the disk store: most of the sparse
+// layers' K/V out of the pool (poisoned while away), blocks saved from and restored into
+// pages the tiers manage; the same greedy tokens as the plain uninterrupted run.
+TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
+    testing::M3Spec spec;
+    spec.vocab = 272;
+    spec.seed = 11;
+    m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
+    m_options.threads = 2;
+    m_options.contextSize = 1024;
+    const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
+    const GenerateResult want = reference(r);
+    const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;  // f32 K and V
+    m_options.kvTiers.computeBytes = 4 * page;
+    m_options.kvTiers.hostBytes = 4 * page;
+    m_options.kvTiers.diskBytes = 1 << 20;
+    m_options.kvTiers.diskFolder = (m_scratch.path() / "spill").string();
+    m_options.kvTiers.poisonEvicted = true;
+    const Outcome first = run(r);
+    expectSame(first.result, want, "first");
+    EXPECT_GT(first.stats.tiers.fetched, 0);
+    EXPECT_GT(first.stats.tiers.fetchedFromDisk, 0);
+    EXPECT_GT(first.stats.tiers.evicted, 0);
+    const Outcome resumed = run(r);
+    expectSame(resumed.result, want, "resumed");
+    EXPECT_GT(resumed.stats.disk.hitTokens, 0);
+}
+
 }  // namespace
 }  // namespace iris::inference

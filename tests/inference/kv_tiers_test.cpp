@@ -73,6 +73,10 @@ protected:
     // One forward pass that reads `pages` of `layer`.
     void read(int layer, std::vector<std::int64_t> pages) {
         m_tiers->beginForward();
+        require(layer, std::move(pages));
+    }
+    // Within the current pass.
+    void require(int layer, std::vector<std::int64_t> pages) {
         std::vector<std::int32_t> blocks;
         for (std::int64_t p : pages)
             blocks.push_back(block(p));
@@ -150,6 +154,21 @@ TEST_F(KvTiersTest, SpillsLeastRecentlyRequiredFirstAndFetchesTheSameBytes) {
     // The dense layer was never touched.
     for (std::int64_t p = 0; p < 6; ++p)
         expectIntact(0, p);
+}
+
+TEST_F(KvTiersTest, WithinAForwardPassOnlyTheLayerAtWorkStaysPastTheBudget) {
+    attach({.computeBytes = 2 * kUnit, .hostBytes = 64 * kUnit});
+    fill(4);
+    m_tiers->beginForward();
+    require(1, {0, 1, 2});  // more than the budget: the layer's attention needs all three
+    EXPECT_EQ(m_tiers->stats().residentBytes, 3 * kUnit);
+    EXPECT_EQ(m_tiers->stats().overBudget, 1);
+    require(2, {3});  // layer 1 is done: its pages make room, oldest first
+    EXPECT_EQ(m_tiers->stats().residentBytes, 2 * kUnit);
+    EXPECT_FALSE(m_tiers->resident(1, block(0)));
+    EXPECT_FALSE(m_tiers->resident(1, block(1)));
+    expectIntact(1, 2);
+    expectIntact(2, 3);
 }
 
 TEST_F(KvTiersTest, AUnitThatLeftIsPoisonedAndAWrittenUnitIsCopiedOutAgain) {

@@ -650,6 +650,7 @@ void Scheduler::finish(Sequence& sequence, const Status& failure) {
         m_stats.waiting = int(m_waiting.size());  // it has left its queue already
         m_stats.running = int(m_running.size());
         if (m_disk) m_stats.disk = m_disk->stats();
+        if (const KvTiers* tiers = m_engine->kvTiers()) m_stats.tiers = tiers->stats();
     }
     if (failure.isOk())
         sequence.handle->finish(std::move(result));

@@ -276,8 +276,9 @@ TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
     const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
     const GenerateResult want = reference(r);
     const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;  // f32 K and V
-    m_options.kvTiers.computeBytes = 4 * page;
-    m_options.kvTiers.hostBytes = 4 * page;
+    // One page: each layer's selection pushes the other layer's pages out, every step.
+    m_options.kvTiers.computeBytes = page;
+    m_options.kvTiers.hostBytes = page;  // the rest of what leaves the pool goes to disk
     m_options.kvTiers.diskBytes = 1 << 20;
     m_options.kvTiers.diskFolder = (m_scratch.path() / "spill").string();
     m_options.kvTiers.poisonEvicted = true;

@@ -58,7 +58,7 @@ private:
         static const std::uintptr_t page = std::uintptr_t(::sysconf(_SC_PAGESIZE));
         const std::uintptr_t begin = (std::uintptr_t(part) + page - 1) / page * page;
         const std::uintptr_t end = (std::uintptr_t(part) + std::uintptr_t(m_partBytes)) / page * page;
-        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_FREE);
     }
 
     KvCache& m_cache;

@@ -96,6 +96,15 @@ Result<std::vector<std::string>> readEndpointsFile(const std::filesystem::path& 
     return endpoints;
 }
 
+Result<inference::KvTierOptions> kvTierOptionsFromArguments(const Arguments& args,
+                                                            std::int64_t diskBytes) {
+    const Result<double> residentMb = args.number("kv-resident-mb", 0),
+                         hostMb = args.number("kv-host-mb", 4096);
+    IRIS_RETURN_IF_ERROR(residentMb.status());
+    IRIS_RETURN_IF_ERROR(hostMb.status());
+    return kvTierOptions(*residentMb, *hostMb, diskBytes);
+}
+
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     const std::optional<std::string> model = args.value("model");
     std::vector<std::string> endpoints = args.values("endpoint");
@@ -139,11 +148,7 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(kvDiskGb.status());
     const Result<std::int64_t> kvDiskBytes = kvDiskBytesFromGigabytes(*kvDiskGb);
     IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
-    const Result<double> residentMb = args.number("kv-resident-mb", 0),
-                         hostMb = args.number("kv-host-mb", 4096);
-    IRIS_RETURN_IF_ERROR(residentMb.status());
-    IRIS_RETURN_IF_ERROR(hostMb.status());
-    Result<inference::KvTierOptions> tiers = kvTierOptions(*residentMb, *hostMb, *kvDiskBytes);
+    Result<inference::KvTierOptions> tiers = kvTierOptionsFromArguments(args, *kvDiskBytes);
     IRIS_RETURN_IF_ERROR(tiers.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());

@@ -72,6 +72,10 @@ private:
     // the scratch. Without tiers it does nothing.
     void addChosenPages(const KvCache& cache, const TokenInput& in, std::int64_t length,
                         const std::int32_t* chosen, int count);
+    // The same for a prefill run's block mask (rows of `lengths.size()` queries).
+    void addMaskedPages(const KvCache& cache, const TokenInput& head,
+                        const std::vector<std::uint8_t>& mask,
+                        const std::vector<std::int64_t>& lengths);
     void addAllPages(const KvCache& cache, const TokenInput& in);
     void requirePages(int layer, const KvCache& cache);
     // Copies the sparse layer's attention inputs and output of the batch into the trace.
@@ -189,6 +193,20 @@ void MiniMaxM3::addChosenPages(const KvCache& cache, const TokenInput& in, std::
     }
 }
 
+void MiniMaxM3::addMaskedPages(const KvCache& cache, const TokenInput& head,
+                               const std::vector<std::uint8_t>& mask,
+                               const std::vector<std::int64_t>& lengths) {
+    const std::int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    const std::int64_t blocks = kernels::selectionBlocks(longest, m_hyper.blockSize),
+                       n = std::int64_t(lengths.size());
+    for (std::int32_t b = 0; b < blocks; ++b) {
+        bool any = false;
+        for (std::int64_t i = 0; i < n && !any; ++i)
+            any = mask[std::size_t(i * blocks + b)] != 0;
+        if (any) addChosenPages(cache, head, longest, &b, 1);
+    }
+}
+
 void MiniMaxM3::addAllPages(const KvCache& cache, const TokenInput& in) {
     const std::span<const std::int32_t> table = cache.blockTable(in.sequence);
     const std::int64_t pages = (in.slot + cache.options().blockSize) / cache.options().blockSize;
@@ -265,18 +283,8 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
     });
     if (cache.residency() != nullptr) {
         for (std::int64_t item = 0; item < runs * G; ++item) {
-            const TokenInput& head = batch[std::size_t(starts[std::size_t(item / G)])];
-            const std::vector<std::uint8_t>& mask = masks[std::size_t(item)];
-            const std::int64_t longest = *std::max_element(runLengths[std::size_t(item)].begin(),
-                                                           runLengths[std::size_t(item)].end());
-            const std::int64_t blocks = kernels::selectionBlocks(longest, S),
-                               n = std::int64_t(mask.size()) / blocks;
-            for (std::int32_t b = 0; b < blocks; ++b) {
-                bool any = false;
-                for (std::int64_t i = 0; i < n && !any; ++i)
-                    any = mask[std::size_t(i * blocks + b)] != 0;
-                if (any) addChosenPages(cache, head, longest, &b, 1);
-            }
+            addMaskedPages(cache, batch[std::size_t(starts[std::size_t(item / G)])],
+                           masks[std::size_t(item)], runLengths[std::size_t(item)]);
         }
         requirePages(li, cache);
     }

@@ -64,6 +64,17 @@ protected:
         m_options.kvType = TensorType::F32;
     }
 
+    // The tiny MiniMax-M3 with a tokenizer, a 1024-token context.
+    testing::M3Spec m3Model() {
+        testing::M3Spec spec;
+        spec.vocab = 272;
+        spec.seed = 11;
+        m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
+        m_options.threads = 2;
+        m_options.contextSize = 1024;
+        return spec;
+    }
+
     std::unique_ptr<Engine> load() const {
         Result<std::unique_ptr<Engine>> engine = Engine::load(m_model, m_options);
         EXPECT_TRUE(engine) << engine.status().message();
@@ -245,12 +256,7 @@ TEST_F(KvDiskTier, Qwen2VlWithAnImageResumesFromDiskWithoutTheVisionTower) {
 }
 
 TEST_F(KvDiskTier, MiniMaxM3IndexerKeysComeBackFromDisk) {
-    testing::M3Spec spec;
-    spec.vocab = 272;
-    spec.seed = 11;
-    m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
-    m_options.threads = 2;
-    m_options.contextSize = 1024;
+    m3Model();
     // Long enough that sparse attention selects some of many 16-token blocks.
     const std::int64_t prompt = 150, n = 8;
     const GenerateRequest r = request(byteTokens(std::size_t(prompt), 21), n, 0.0f);
@@ -267,12 +273,7 @@ TEST_F(KvDiskTier, MiniMaxM3IndexerKeysComeBackFromDisk) {
 // layers' K/V out of the pool (poisoned while away), blocks saved from and restored into
 // pages the tiers manage; the same greedy tokens as the plain uninterrupted run.
 TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
-    testing::M3Spec spec;
-    spec.vocab = 272;
-    spec.seed = 11;
-    m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
-    m_options.threads = 2;
-    m_options.contextSize = 1024;
+    const testing::M3Spec spec = m3Model();
     const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
     const GenerateResult want = reference(r);
     const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;  // f32 K and V

@@ -14,6 +14,7 @@
 #include "inference/kv_tiers.h"
 #include "inference/models/minimax_m3.h"
 #include "inference/models/model.h"
+#include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/minimax_m3_reference.h"
 #include "tests/inference/models/scratch_dir.h"
 
@@ -22,23 +23,8 @@ namespace {
 
 using kernels::TensorType;
 
-struct LoadedM3 {
-    std::vector<std::byte> bytes;
-    std::optional<GgufFile> file;
-    std::unique_ptr<Model> model;
-};
-
-std::unique_ptr<LoadedM3> loadM3(const testing::M3Spec& spec) {
-    auto loaded = std::make_unique<LoadedM3>();
-    loaded->bytes = testing::makeM3Model(spec);
-    Result<GgufFile> file = GgufFile::parse(loaded->bytes, "m3.gguf");
-    EXPECT_TRUE(file) << file.status().message();
-    if (!file) return loaded;
-    loaded->file = std::move(*file);
-    Result<std::unique_ptr<Model>> model = createModel(*loaded->file);
-    EXPECT_TRUE(model) << model.status().message();
-    if (model) loaded->model = std::move(*model);
-    return loaded;
+std::unique_ptr<testing::LoadedModel> loadM3(const testing::M3Spec& spec) {
+    return testing::loadModelBytes(testing::makeM3Model(spec), "m3.gguf");
 }
 
 std::int32_t argmax(const float* logits, std::int64_t n) {

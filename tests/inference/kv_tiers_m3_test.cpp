@@ -11,12 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include "inference/engine.h"
 #include "inference/kv_tiers.h"
 #include "inference/models/minimax_m3.h"
 #include "inference/models/model.h"
 #include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/minimax_m3_reference.h"
 #include "tests/inference/models/scratch_dir.h"
+#include "tests/inference/models/tiny_model.h"
 
 namespace iris::inference {
 namespace {
@@ -112,6 +114,23 @@ TEST(KvTiersM3, PagedDecodingGivesTheSameTokensAndLogitsAsAllResident) {
     EXPECT_GT(paged.stats.fetched, 0);
     EXPECT_GT(paged.stats.fetchedFromDisk, 0);
     EXPECT_EQ(paged.stats.diskWriteFailures, 0);
+}
+
+TEST(KvTiersM3, AnEngineOfAModelWithoutSparseAttentionRefusesTiers) {
+    testing::ScratchDir dir("iris-kv-tiers-engine");
+    testing::TinyModelSpec spec;  // qwen2: every layer reads its whole context
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    EngineOptions options;
+    options.threads = 1;
+    options.contextSize = 256;
+    options.kvTiers.computeBytes = 1 << 20;
+    Result<std::unique_ptr<Engine>> engine =
+        Engine::load(dir.write("tiny.gguf", testing::makeTinyModel(spec)), options);
+    ASSERT_FALSE(engine);
+    EXPECT_EQ(engine.status().code(), StatusCode::InvalidArgument);
+    EXPECT_NE(engine.status().message().find("no sparse-attention layers"), std::string::npos)
+        << engine.status().message();
 }
 
 // ---- a million tokens ----

@@ -141,7 +141,8 @@ private:
 
 // ---- the policy ----
 
-Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOptions& options) {
+Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOptions& options,
+                                                 ThreadPool* pool) {
     const KvCacheOptions& o = cache.options();
     if (o.indexerDim <= 0) {
         return Status::invalidArgument(
@@ -159,6 +160,7 @@ Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOpt
         if (!file) return file.status();
         tiers->m_disk = std::move(*file);
     }
+    tiers->m_pool = pool;
     cache.setResidency(tiers.get());
     return tiers;
 }
@@ -206,13 +208,15 @@ void KvTiers::beginForward() {
 }
 
 Status KvTiers::require(int layer, std::span<const std::int32_t> blocks) {
+    m_transfers.clear();
     for (const std::int32_t block : blocks) {
         const std::size_t unit = unitIndex(layer, block);
         ++m_stats.required;
-        if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
+        if (!m_units[unit].resident) planBringIn(unit);
         touch(unit, requiredTick());
     }
-    trim(layer);
+    IRIS_RETURN_IF_ERROR(runTransfers());
+    trim(layer);  // after the copies: a planned unit holds its data only once they are done
     return {};
 }
 
@@ -275,15 +279,18 @@ void KvTiers::adopt(int layer, std::int32_t block, std::span<const std::byte> un
 }
 
 Status KvTiers::bringIn(std::size_t unit) {
+    m_transfers.clear();
+    planBringIn(unit);
+    return runTransfers();
+}
+
+// The bookkeeping of bringing `unit` in (resident from now on); its bytes move in
+// runTransfers(), which must run before anything can evict it.
+void KvTiers::planBringIn(std::size_t unit) {
     Unit& u = m_units[unit];
-    const int layer = layerOf(unit);
-    const std::int32_t block = blockOf(unit);
-    if (u.host >= 0) {
-        m_compute->copyIn(layer, block, m_hostSlots[std::size_t(u.host)].get());
-    } else {
-        assert(u.disk >= 0 && "a unit that is not resident has a copy");
-        const auto [k, v] = m_compute->parts(layer, block);
-        IRIS_RETURN_IF_ERROR(m_disk->read(u.disk, k, v, m_compute->partBytes()));
+    assert((u.host >= 0 || u.disk >= 0) && "a unit that is not resident has a copy");
+    m_transfers.push_back({unit, u.host, u.host >= 0 ? -1 : u.disk});
+    if (u.host < 0) {
         m_stats.diskBytesRead += m_unitBytes;
         ++m_stats.fetchedFromDisk;
     }
@@ -293,6 +300,34 @@ Status KvTiers::bringIn(std::size_t unit) {
     ++m_resident;
     u.used = 0;
     m_residentOrder.emplace(0, std::uint32_t(unit));
+}
+
+// Copies the planned units in, spread over the compute threads when there are several (host
+// copies are memcpy, disk copies preadv: both safe side by side).
+Status KvTiers::runTransfers() {
+    const auto copy = [this](const Transfer& t) -> Status {
+        const int layer = layerOf(t.unit);
+        const std::int32_t block = blockOf(t.unit);
+        if (t.host >= 0) {
+            m_compute->copyIn(layer, block, m_hostSlots[std::size_t(t.host)].get());
+            return {};
+        }
+        const auto [k, v] = m_compute->parts(layer, block);
+        return m_disk->read(t.disk, k, v, m_compute->partBytes());
+    };
+    const auto n = std::int64_t(m_transfers.size());
+    if (m_pool == nullptr || n < 2) {
+        for (const Transfer& t : m_transfers)
+            IRIS_RETURN_IF_ERROR(copy(t));
+        return {};
+    }
+    std::vector<Status> results(m_transfers.size());
+    m_pool->parallelFor(n, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i)
+            results[std::size_t(i)] = copy(m_transfers[std::size_t(i)]);
+    });
+    for (const Status& status : results)
+        IRIS_RETURN_IF_ERROR(status);
     return {};
 }
 

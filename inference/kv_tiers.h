@@ -27,6 +27,7 @@
 
 #include "base/status.h"
 #include "inference/kv_cache.h"
+#include "inference/thread_pool.h"
 
 namespace iris::inference {
 
@@ -91,9 +92,12 @@ class KvSpillFile;
 class KvTiers final : public KvResidency {
 public:
     // Tiers for `cache` (which must have MiniMax-M3 indexer keys) and attaches them to it
-    // (cache.setResidency). InvalidArgument for a cache without paged layers or a disk tier
-    // without a place; IoError when the spill file cannot be created.
-    static Result<std::unique_ptr<KvTiers>> attach(KvCache& cache, const KvTierOptions& options);
+    // (cache.setResidency). With `pool` (the engine's compute threads, which must outlive the
+    // tiers) the pages a step brings in are copied by all its threads. InvalidArgument for a
+    // cache without paged layers or a disk tier without a place; IoError when the spill file
+    // cannot be created.
+    static Result<std::unique_ptr<KvTiers>> attach(KvCache& cache, const KvTierOptions& options,
+                                                   ThreadPool* pool = nullptr);
     ~KvTiers() override;
 
     // ---- KvResidency (called by the model and by KvCache) ----
@@ -136,6 +140,8 @@ private:
     std::uint64_t requiredTick() const { return 2 * m_forward; }
     std::uint64_t pinnedTick() const { return 2 * (m_forward + 1) + 1; }
     Status bringIn(std::size_t unit);
+    void planBringIn(std::size_t unit);
+    Status runTransfers();
     void evict(std::size_t unit);
     void dropCopies(std::size_t unit);
     std::int32_t takeHostSlot();
@@ -143,6 +149,7 @@ private:
     void noteDiskFailure(const std::string& what);
 
     KvCache& m_cache;
+    ThreadPool* m_pool = nullptr;
     KvTierOptions m_options;
     std::unique_ptr<ComputeTier> m_compute;
     std::unique_ptr<KvSpillFile> m_disk;
@@ -158,6 +165,13 @@ private:
     std::vector<std::int32_t> m_freeHostSlots;
     std::set<std::pair<std::uint64_t, std::uint32_t>> m_hostOrder;  // (stored, slot)
     std::vector<std::uint64_t> m_hostStored;  // per slot: when its copy was stored
+    // Units planned to come in and where from (host slot, else disk slot).
+    struct Transfer {
+        std::size_t unit;
+        std::int32_t host;
+        std::int32_t disk;
+    };
+    std::vector<Transfer> m_transfers;
     std::uint64_t m_forward = 1;
     std::uint64_t m_hostClock = 0;
     KvTierStats m_stats;

@@ -144,6 +144,7 @@ Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& no
     const KvCacheOptions& o = cache->options();
     const std::int64_t unitBytes = 2 * std::int64_t(kPage) * o.kvHeads * o.headDim * 2;
     const std::int64_t kvBytes = pages * (o.layers - o.indexerFirstLayer) * unitBytes;
+    ThreadPool pool(cfg.threads);
     std::unique_ptr<KvTiers> tiers;
     if (percent < 100) {
         KvTierOptions t;
@@ -151,7 +152,7 @@ Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& no
         t.hostBytes = cfg.disk ? kvBytes / 20 : kvBytes;
         t.diskBytes = cfg.disk ? kvBytes + (64 << 20) : 0;
         t.diskFolder = diskFolder;
-        Result<std::unique_ptr<KvTiers>> attached = KvTiers::attach(*cache, t);
+        Result<std::unique_ptr<KvTiers>> attached = KvTiers::attach(*cache, t, &pool);
         if (!attached) return attached.status();
         tiers = std::move(*attached);
     }
@@ -160,7 +161,6 @@ Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& no
     IRIS_RETURN_IF_ERROR(cache->extend(seq, prefix));
     fillContext(*cache, tiers.get(), seq, prefix, noise);
 
-    ThreadPool pool(cfg.threads);
     std::vector<float> logits;
     std::int32_t token = 1;
     KvTierStats before;

@@ -53,7 +53,7 @@ Decoded decodeGreedy(Model& model, std::vector<std::int32_t> prompt, int steps, 
     if (!cache) return out;
     std::unique_ptr<KvTiers> tiers;
     if (tiersOptions != nullptr) {
-        Result<std::unique_ptr<KvTiers>> attached = KvTiers::attach(*cache, *tiersOptions);
+        Result<std::unique_ptr<KvTiers>> attached = KvTiers::attach(*cache, *tiersOptions, &pool);
         EXPECT_TRUE(attached) << attached.status().message();
         if (!attached) return out;
         tiers = std::move(*attached);
@@ -289,7 +289,8 @@ TEST(KvTiersM3, DecodesAtAMillionTokensWithTheKvMostlyOnDisk) {
     options.diskBytes = 1ll << 30;
     options.diskFolder = dir.path().string();
     options.poisonEvicted = true;
-    Result<std::unique_ptr<KvTiers>> tiers = KvTiers::attach(*cache, options);
+    ThreadPool pool(2);  // pages come in on both threads
+    Result<std::unique_ptr<KvTiers>> tiers = KvTiers::attach(*cache, options, &pool);
     ASSERT_TRUE(tiers) << tiers.status().message();
 
     const SequenceId seq = cache->newSequence();
@@ -297,7 +298,6 @@ TEST(KvTiersM3, DecodesAtAMillionTokensWithTheKvMostlyOnDisk) {
     writePrefix(s, *cache, **tiers, seq);
     EXPECT_GT((*tiers)->stats().diskBytes, kvBytes / 2);
 
-    ThreadPool pool(2);
     MiniMaxM3Trace trace;
     ASSERT_TRUE(traceMiniMaxM3(model, &trace));
     DecodedKv decoded;

@@ -99,14 +99,16 @@ public:
     std::int64_t length(SequenceId sequence) const;
     // Makes room for positions [length, newLength) and sets the length to newLength; the blocks
     // holding those positions are private to the sequence afterwards (a shared partial block is
-    // copied). OutOfRange (nothing changed) when the pool has too few free blocks.
+    // copied). OutOfRange (nothing changed) when the pool has too few free blocks; with KV tiers,
+    // IoError when a page to be written cannot be read back.
     Status extend(SequenceId sequence, std::int64_t newLength);
     // Forgets positions >= length (freeing whole blocks past it).
     void truncate(SequenceId sequence, std::int64_t length);
 
     std::span<const std::int32_t> blockTable(SequenceId sequence) const;
 
-    // KV tiers (not owned; nullptr = none). Attach before the first sequence.
+    // KV tiers (not owned; nullptr = none). Attach before the first sequence; the cache must not
+    // move while they are attached (they keep a reference to it).
     void setResidency(KvResidency* residency) { m_residency = residency; }
     KvResidency* residency() const { return m_residency; }
 

@@ -482,12 +482,18 @@ std::int64_t Scheduler::step() {
             sequence, sequence.pending() == 1 ? 1 : std::min(sequence.pending(), prefillBudget));
         if (n <= 0) continue;
         bool preempted = false;
-        while (!cache.extend(sequence.kv, sequence.computed + n).isOk()) {
+        Status extended;
+        while (!(extended = cache.extend(sequence.kv, sequence.computed + n)).isOk() &&
+               extended.code() == StatusCode::OutOfRange) {
             preempted = m_running.back().get() == &sequence;
             preemptLatest();
             if (preempted) break;
         }
         if (preempted) break;  // it was the latest: nothing after it
+        if (!extended.isOk()) {  // KV tiers could not read a page back: this request fails
+            sequence.failure = extended;
+            continue;
+        }
         if (sequence.pending() != 1) prefillBudget -= n;
         appendInputs(sequence, n, batch);
         parts.emplace_back(&sequence, n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 
 #include "base/clock.h"
 
@@ -242,6 +243,16 @@ void Scheduler::loop() {
 
 void Scheduler::publishStats(std::int64_t generated) {
     const KvCache& cache = m_engine->cache();
+    // The KV tiers' disk failure, once, through the disk tier's warning channel (else stderr).
+    const KvTiers* tiers = m_engine->kvTiers();
+    if (tiers != nullptr && !m_tierWarned && !tiers->diskWarning().empty()) {
+        m_tierWarned = true;
+        if (m_options.kvDisk.onWarning) {
+            m_options.kvDisk.onWarning(tiers->diskWarning());
+        } else {
+            std::fprintf(stderr, "warning: %s\n", tiers->diskWarning().c_str());
+        }
+    }
     std::lock_guard lock(m_mutex);
     m_stats.generatedTokens += generated;
     m_stats.evictions = cache.evictions();
@@ -250,7 +261,7 @@ void Scheduler::publishStats(std::int64_t generated) {
     m_stats.waiting = int(m_waiting.size());
     m_stats.running = int(m_running.size());
     if (m_disk) m_stats.disk = m_disk->stats();
-    if (const KvTiers* tiers = m_engine->kvTiers()) m_stats.tiers = tiers->stats();
+    if (tiers != nullptr) m_stats.tiers = tiers->stats();
 }
 
 // Requests whose clients cancelled end now, with what they have.

@@ -75,6 +75,17 @@ protected:
         return spec;
     }
 
+    // KV tiers of one f32 page of `spec` in the pool (each layer's selection pushes the other
+    // layer's pages out, every step) and one in host memory (the rest goes to disk), pages
+    // poisoned while away. The caller names the disk tier's place.
+    void pageTiers(const testing::M3Spec& spec) {
+        const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;
+        m_options.kvTiers.computeBytes = page;
+        m_options.kvTiers.hostBytes = page;
+        m_options.kvTiers.diskBytes = 1 << 20;
+        m_options.kvTiers.poisonEvicted = true;
+    }
+
     std::unique_ptr<Engine> load() const {
         Result<std::unique_ptr<Engine>> engine = Engine::load(m_model, m_options);
         EXPECT_TRUE(engine) << engine.status().message();
@@ -276,13 +287,8 @@ TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
     const testing::M3Spec spec = m3Model();
     const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
     const GenerateResult want = reference(r);
-    const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;  // f32 K and V
-    // One page: each layer's selection pushes the other layer's pages out, every step.
-    m_options.kvTiers.computeBytes = page;
-    m_options.kvTiers.hostBytes = page;  // the rest of what leaves the pool goes to disk
-    m_options.kvTiers.diskBytes = 1 << 20;
+    pageTiers(spec);
     m_options.kvTiers.diskFolder = (m_scratch.path() / "spill").string();
-    m_options.kvTiers.poisonEvicted = true;
     const Outcome first = run(r);
     expectSame(first.result, want, "first");
     EXPECT_GT(first.stats.tiers.fetched, 0);
@@ -291,6 +297,23 @@ TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
     const Outcome resumed = run(r);
     expectSame(resumed.result, want, "resumed");
     EXPECT_GT(resumed.stats.disk.hitTokens, 0);
+}
+
+TEST_F(KvDiskTier, MiniMaxM3KvTiersOnAFullDiskWarnOnceAndGiveTheSameTokens) {
+    if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+    const testing::M3Spec spec = m3Model();
+    const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
+    const GenerateResult want = reference(r);
+    pageTiers(spec);
+    m_options.kvTiers.diskFile = "/dev/full";  // every spill write fails with ENOSPC
+    const Outcome out = run(r);
+    expectSame(out.result, want, "full disk");
+    EXPECT_EQ(out.stats.tiers.diskWriteFailures, 1);
+    EXPECT_EQ(std::count_if(out.warnings.begin(), out.warnings.end(),
+                            [](const std::string& w) {
+                                return w.find("/dev/full") != std::string::npos;
+                            }),
+              1);
 }
 
 }  // namespace

@@ -165,6 +165,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     if (!cache) return cache.status();
     engine->m_cache = std::move(*cache);
     engine->m_pool = std::make_unique<ThreadPool>(options.threads);
+    if (options.kvTiers.computeBytes > 0) {
+        Result<std::unique_ptr<KvTiers>> tiers =
+            KvTiers::attach(*engine->m_cache, options.kvTiers, engine->m_pool.get());
+        if (!tiers) return tiers.status().withContext(modelPath.string() + ": ");
+        engine->m_tiers = std::move(*tiers);
+    }
     progress.reach(2 * modelBytes);
 
     const std::int64_t hidden = engine->m_model->config().hiddenSize;

@@ -33,6 +33,7 @@
 #include "inference/chat_template.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
+#include "inference/kv_tiers.h"
 #include "inference/models/model.h"
 #include "inference/prompt_layout.h"
 #include "inference/sampler.h"
@@ -78,6 +79,10 @@ struct EngineOptions {
     // The chat template to render, instead of the one the file's tokenizer.chat_template (or
     // architecture) implies: what a model catalogue says of a model it knows.
     std::optional<ChatTemplateKind> chatTemplate;
+    // KV tiers for MiniMax-M3's sparse layers (inference/kv_tiers.h): with computeBytes > 0 the
+    // pool keeps only that much of their K/V, the rest goes to host memory and disk, and a
+    // decode step brings in the blocks its sparse attention selects. Other models refuse it.
+    KvTierOptions kvTiers{};
 };
 
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Cancelled };
@@ -224,6 +229,8 @@ public:
     // sequence such a tool creates in the cache must be released before sessions need the room.
     ThreadPool& pool() { return *m_pool; }
     KvCache& cache() { return *m_cache; }
+    // The KV tiers (nullptr without EngineOptions::kvTiers).
+    const KvTiers* kvTiers() const { return m_tiers.get(); }
     Model& mutableModel() { return *m_model; }
 
 private:
@@ -237,6 +244,7 @@ private:
     std::optional<ChatTemplate> m_chatTemplate;
     std::unique_ptr<ThreadPool> m_pool;
     std::optional<KvCache> m_cache;
+    std::unique_ptr<KvTiers> m_tiers;  // after m_cache: detaches from it first
     int m_openSessions = 0;
     std::optional<GgufFile> m_projectorFile;
     std::unique_ptr<VisionModel> m_vision;

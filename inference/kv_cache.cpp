@@ -160,6 +160,7 @@ std::int32_t KvCache::takeBlock() {
         ++m_evictions;
     }
     m_refCount[std::size_t(b)] = 1;
+    if (m_residency != nullptr) m_residency->forget(b, true);
     return b;
 }
 
@@ -171,6 +172,7 @@ void KvCache::dropBlock(std::int32_t block) {
         m_idle.emplace(m_released[b], block);
     } else {
         m_freeList.push_back(block);
+        if (m_residency != nullptr) m_residency->forget(block, false);
     }
 }
 
@@ -221,12 +223,17 @@ Status KvCache::extend(SequenceId sequence, std::int64_t newLength) {
                                   std::to_string(m_options.blockSize) + " tokens needed, " +
                                   std::to_string(freeBlocks()) + " free (raise the context size)");
     }
+    if (copyLast && m_residency != nullptr)
+        IRIS_RETURN_IF_ERROR(m_residency->requireWhole(s.blocks.back()));
     if (copyLast) makePrivate(s, s.blocks.size() - 1);
     // A named block written again (after a truncate into it) no longer holds what it is named.
     if (s.length % m_options.blockSize != 0) unname(s.blocks.back());
+    const std::size_t firstWritten = std::size_t(s.length / m_options.blockSize);
     for (std::int64_t i = 0; i < missing; ++i)
         s.blocks.push_back(takeBlock());
     s.length = newLength;
+    for (std::size_t i = firstWritten; m_residency != nullptr && i < s.blocks.size(); ++i)
+        IRIS_RETURN_IF_ERROR(m_residency->writable(s.blocks[i]));
     return {};
 }
 

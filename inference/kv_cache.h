@@ -37,6 +37,24 @@ namespace iris::inference {
 
 using SequenceId = std::int32_t;
 
+// Hooks for KV tiers (inference/kv_tiers.h), which move the K/V of the sparse-attention layers
+// out of the pool and back. `block` is a pool block; `layer` a layer >= indexerFirstLayer.
+// Without tiers attached (the default) every block is always in the pool.
+class KvResidency {
+public:
+    virtual ~KvResidency() = default;
+    // A forward pass starts: what it requires or writes stays until the next one.
+    virtual void beginForward() = 0;
+    // Attention of `layer` is about to read these blocks (IoError when one cannot be read back).
+    virtual Status require(int layer, std::span<const std::int32_t> blocks) = 0;
+    // The block is about to be written (all layers): it is brought in and its copies dropped.
+    virtual Status writable(std::int32_t block) = 0;
+    // All layers of the block are about to be read (copied out, copied on write).
+    virtual Status requireWhole(std::int32_t block) = 0;
+    // The block gets new contents (taken from the free list or the prefix cache) or none (freed).
+    virtual void forget(std::int32_t block, bool inUse) = 0;
+};
+
 struct KvCacheOptions {
     int layers = 0;
     int kvHeads = 0;
@@ -81,12 +99,18 @@ public:
     std::int64_t length(SequenceId sequence) const;
     // Makes room for positions [length, newLength) and sets the length to newLength; the blocks
     // holding those positions are private to the sequence afterwards (a shared partial block is
-    // copied). OutOfRange (nothing changed) when the pool has too few free blocks.
+    // copied). OutOfRange (nothing changed) when the pool has too few free blocks; with KV tiers,
+    // IoError when a page to be written cannot be read back.
     Status extend(SequenceId sequence, std::int64_t newLength);
     // Forgets positions >= length (freeing whole blocks past it).
     void truncate(SequenceId sequence, std::int64_t length);
 
     std::span<const std::int32_t> blockTable(SequenceId sequence) const;
+
+    // KV tiers (not owned; nullptr = none). Attach before the first sequence; the cache must not
+    // move while they are attached (they keep a reference to it).
+    void setResidency(KvResidency* residency) { m_residency = residency; }
+    KvResidency* residency() const { return m_residency; }
 
     // ---- whole blocks, for the disk tier (inference/kv_disk_store.h) ----
     // Bytes of one block over all layers: K and V of each layer, then its indexer keys.
@@ -166,6 +190,7 @@ private:
     std::set<std::pair<std::uint64_t, std::int32_t>> m_idle;
     std::uint64_t m_clock = 0;
     std::int64_t m_evictions = 0;
+    KvResidency* m_residency = nullptr;
 };
 
 }  // namespace iris::inference

@@ -332,6 +332,9 @@ void KvDiskStore::save(const Sha256Digest& name, const KvCache& cache, std::int3
     if (m_files.contains(relative)) return;
     const std::size_t payload = std::size_t(m_format.payloadBytes);
     const std::span<std::byte> body(m_buffer + kHeaderBytes, payload);
+    // With KV tiers the block's K/V may be in host memory or on disk: bring it in first.
+    if (KvResidency* tiers = cache.residency(); tiers != nullptr && !tiers->requireWhole(block).isOk())
+        return;
     cache.copyBlockOut(block, body);
     header(name, crc32c(body), m_buffer);
     const fs::path final = m_options.folder / relative;

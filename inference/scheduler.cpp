@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 
 #include "base/clock.h"
 
@@ -242,6 +243,16 @@ void Scheduler::loop() {
 
 void Scheduler::publishStats(std::int64_t generated) {
     const KvCache& cache = m_engine->cache();
+    // The KV tiers' disk failure, once, through the disk tier's warning channel (else stderr).
+    const KvTiers* tiers = m_engine->kvTiers();
+    if (tiers != nullptr && !m_tierWarned && !tiers->diskWarning().empty()) {
+        m_tierWarned = true;
+        if (m_options.kvDisk.onWarning) {
+            m_options.kvDisk.onWarning(tiers->diskWarning());
+        } else {
+            std::fprintf(stderr, "warning: %s\n", tiers->diskWarning().c_str());
+        }
+    }
     std::lock_guard lock(m_mutex);
     m_stats.generatedTokens += generated;
     m_stats.evictions = cache.evictions();
@@ -250,6 +261,7 @@ void Scheduler::publishStats(std::int64_t generated) {
     m_stats.waiting = int(m_waiting.size());
     m_stats.running = int(m_running.size());
     if (m_disk) m_stats.disk = m_disk->stats();
+    if (tiers != nullptr) m_stats.tiers = tiers->stats();
 }
 
 // Requests whose clients cancelled end now, with what they have.
@@ -481,12 +493,18 @@ std::int64_t Scheduler::step() {
             sequence, sequence.pending() == 1 ? 1 : std::min(sequence.pending(), prefillBudget));
         if (n <= 0) continue;
         bool preempted = false;
-        while (!cache.extend(sequence.kv, sequence.computed + n).isOk()) {
+        Status extended;
+        while (!(extended = cache.extend(sequence.kv, sequence.computed + n)).isOk() &&
+               extended.code() == StatusCode::OutOfRange) {
             preempted = m_running.back().get() == &sequence;
             preemptLatest();
             if (preempted) break;
         }
         if (preempted) break;  // it was the latest: nothing after it
+        if (!extended.isOk()) {  // KV tiers could not read a page back: this request fails
+            sequence.failure = extended;
+            continue;
+        }
         if (sequence.pending() != 1) prefillBudget -= n;
         appendInputs(sequence, n, batch);
         parts.emplace_back(&sequence, n);
@@ -649,6 +667,7 @@ void Scheduler::finish(Sequence& sequence, const Status& failure) {
         m_stats.waiting = int(m_waiting.size());  // it has left its queue already
         m_stats.running = int(m_running.size());
         if (m_disk) m_stats.disk = m_disk->stats();
+        if (const KvTiers* tiers = m_engine->kvTiers()) m_stats.tiers = tiers->stats();
     }
     if (failure.isOk())
         sequence.handle->finish(std::move(result));

@@ -103,6 +103,7 @@ struct SchedulerStats {
     int waiting = 0;
     int running = 0;
     KvDiskStats disk;  // the disk tier (zeros when off)
+    KvTierStats tiers;  // MiniMax-M3's KV tiers (zeros when off): bytes moved, resident bytes
 };
 
 // One streamed token: its id and the text it completes (possibly empty: a character can span
@@ -203,6 +204,7 @@ private:
     std::unique_ptr<Engine> m_engine;
     SchedulerOptions m_options;
     std::unique_ptr<KvDiskStore> m_disk;  // null when the disk tier is off
+    bool m_tierWarned = false;            // the KV tiers' disk warning went out
 
     mutable std::mutex m_mutex;  // guards the submissions, m_stopping and m_stats
     std::condition_variable m_wake;

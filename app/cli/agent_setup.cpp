@@ -60,6 +60,13 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
          "keep the local engine's KV blocks in ~/.cache/iris/kv up to N GiB, so that a prompt "
          "prefix seen before (also before a restart) is read back, not recomputed (default 0: "
          "off)"},
+        {"kv-resident-mb", "", true,
+         "MiniMax-M3: keep at most N MiB of the sparse layers' K/V in the KV pool; the rest waits "
+         "in host memory (--kv-host-mb) and on disk (--kv-disk-gb), and each step brings in the "
+         "blocks its sparse attention selects (default 0: all in the pool)"},
+        {"kv-host-mb", "", true,
+         "with --kv-resident-mb: MiB of spilled K/V kept in host memory before disk (default "
+         "4096)"},
         {"db", "", true, "session database (default ~/.local/share/iris/sessions.db)"},
         {"no-shared-engine", "", false,
          "never use another Iris process's engine of the same --model, nor offer this one's"},
@@ -87,6 +94,15 @@ Result<std::vector<std::string>> readEndpointsFile(const std::filesystem::path& 
     if (in.bad()) return Status::ioError(path.string() + ": read error");
     if (endpoints.empty()) return Status::invalidArgument(path.string() + ": no endpoint listed");
     return endpoints;
+}
+
+Result<inference::KvTierOptions> kvTierOptionsFromArguments(const Arguments& args,
+                                                            std::int64_t diskBytes) {
+    const Result<double> residentMb = args.number("kv-resident-mb", 0),
+                         hostMb = args.number("kv-host-mb", 4096);
+    IRIS_RETURN_IF_ERROR(residentMb.status());
+    IRIS_RETURN_IF_ERROR(hostMb.status());
+    return kvTierOptions(*residentMb, *hostMb, diskBytes);
 }
 
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
@@ -132,10 +148,13 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(kvDiskGb.status());
     const Result<std::int64_t> kvDiskBytes = kvDiskBytesFromGigabytes(*kvDiskGb);
     IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
+    Result<inference::KvTierOptions> tiers = kvTierOptionsFromArguments(args, *kvDiskBytes);
+    IRIS_RETURN_IF_ERROR(tiers.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
     choice.backend = ModelChoice::Backend::LocalEngine;
     choice.kvDiskBytes = *kvDiskBytes;
+    choice.kvTiers = std::move(*tiers);
     choice.modelPath = files->model;
     choice.mmprojPath = args.value("mmproj").value_or(files->mmproj.string());
     if (files->entry) {

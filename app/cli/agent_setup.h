@@ -48,6 +48,11 @@ Result<std::vector<std::string>> readEndpointsFile(const std::filesystem::path& 
 // --mmproj without --model, a --threads or --ctx-size out of range, an unset --api-key-env).
 Result<ModelChoice> modelChoiceFromArguments(const Arguments& args);
 
+// MiniMax-M3's KV tiers from --kv-resident-mb and --kv-host-mb (kvTierOptions in
+// app/session/model_choice.h), spilling to disk under `diskBytes` (--kv-disk-gb).
+Result<inference::KvTierOptions> kvTierOptionsFromArguments(const Arguments& args,
+                                                            std::int64_t diskBytes);
+
 // The catalogue's defaults for a pulled --model: the action format and coordinate frame (as
 // `iris run --action-format` / `--coords` spell them) the caller uses where the options do not
 // say. nullopt for a file, no --model, or a model the catalogue does not know.

@@ -39,6 +39,23 @@ void writeKvDisk(std::string& out, const inference::KvDiskStats& d) {
     metric(out, "iris_kv_disk_bytes", "gauge", "Bytes in the KV disk folder.", d.bytes);
 }
 
+// MiniMax-M3's KV tiers (all zero without --kv-resident-mb). Bytes moved per decoded token:
+// rate(iris_kv_tier_moved_bytes_total) / rate(iris_generated_tokens_total).
+void writeKvTiers(std::string& out, const inference::KvTierStats& t) {
+    metric(out, "iris_kv_tier_moved_bytes_total", "counter",
+           "K/V bytes moved between the KV pool, host memory and disk.", t.bytesMoved());
+    metric(out, "iris_kv_tier_fetched_total", "counter",
+           "K/V pages brought into the pool for sparse attention.", t.fetched);
+    metric(out, "iris_kv_tier_fetched_from_disk_total", "counter",
+           "K/V pages brought into the pool from disk.", t.fetchedFromDisk);
+    metric(out, "iris_kv_tier_disk_write_failures_total", "counter",
+           "Spills the disk refused (kept in host memory).", t.diskWriteFailures);
+    metric(out, "iris_kv_tier_resident_bytes", "gauge",
+           "Sparse layers' K/V in the KV pool.", t.residentBytes);
+    metric(out, "iris_kv_tier_host_bytes", "gauge", "Spilled K/V in host memory.", t.hostBytes);
+    metric(out, "iris_kv_tier_disk_bytes", "gauge", "Spilled K/V on disk.", t.diskBytes);
+}
+
 void writeScheduler(std::string& out, const inference::SchedulerStats& s) {
     metric(out, "iris_requests_total", "counter", "Requests the scheduler accepted.", s.requests);
     metric(out, "iris_requests_finished_total", "counter",
@@ -65,6 +82,7 @@ void writeScheduler(std::string& out, const inference::SchedulerStats& s) {
     metric(out, "iris_requests_waiting", "gauge", "Requests queued for admission.", s.waiting);
     metric(out, "iris_requests_running", "gauge", "Requests decoding or prefilling.", s.running);
     writeKvDisk(out, s.disk);
+    writeKvTiers(out, s.tiers);
 }
 
 }  // namespace

@@ -89,6 +89,7 @@ Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& c
     options.mmprojPath = choice.mmprojPath;
     options.imageMaxPixels = choice.imageMaxPixels;
     options.chatTemplate = choice.chatTemplate;
+    options.kvTiers = choice.kvTiers;
     options.onLoadProgress = std::move(onLoadProgress);
     Result<std::unique_ptr<inference::Engine>> engine =
         inference::Engine::load(choice.modelPath, options);
@@ -153,6 +154,21 @@ Result<std::int64_t> kvDiskBytesFromGigabytes(double gigabytes) {
     if (!(gigabytes >= 0) || gigabytes > 1e6)
         return Status::invalidArgument("--kv-disk-gb must be 0 (off) to 1000000");
     return std::int64_t(gigabytes * double(std::int64_t(1) << 30));
+}
+
+Result<inference::KvTierOptions> kvTierOptions(double residentMb, double hostMb,
+                                               std::int64_t diskBytes) {
+    if (!(residentMb >= 0) || residentMb > 1e9 || !(hostMb >= 0) || hostMb > 1e9)
+        return Status::invalidArgument("--kv-resident-mb and --kv-host-mb must be 0 to 1e9");
+    inference::KvTierOptions options;
+    if (residentMb == 0) return options;
+    options.computeBytes = std::max<std::int64_t>(1, std::int64_t(residentMb * double(1 << 20)));
+    options.hostBytes = std::int64_t(hostMb * double(1 << 20));
+    if (diskBytes > 0) {
+        options.diskBytes = diskBytes;
+        options.diskFolder = defaultKvDirectory().string();
+    }
+    return options;
 }
 
 Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice& choice,

@@ -53,6 +53,8 @@ struct ModelChoice {
     bool shareEngine = true;
     // Budget of the KV disk tier in defaultKvDirectory() (--kv-disk-gb); 0: off.
     std::int64_t kvDiskBytes = 0;
+    // MiniMax-M3's KV tiers (--kv-resident-mb, --kv-host-mb; kvTierOptions()); off by default.
+    inference::KvTierOptions kvTiers{};
 
     // Endpoint: the server's base URL (requests go to {endpoint}/chat/completions), the model
     // name it expects, and the environment variable holding its key (its value is never kept).
@@ -81,6 +83,10 @@ using LoadProgress = std::function<void(double fraction)>;
 inference::KvDiskStoreOptions kvDiskOptions(std::int64_t budgetBytes);
 // --kv-disk-gb's value in bytes: InvalidArgument for a negative or non-numeric one.
 Result<std::int64_t> kvDiskBytesFromGigabytes(double gigabytes);
+// The KV tiers of --kv-resident-mb (0: off), --kv-host-mb and the disk budget (spill file in
+// defaultKvDirectory(), unlinked at once). InvalidArgument for a value out of range.
+Result<inference::KvTierOptions> kvTierOptions(double residentMb, double hostMb,
+                                               std::int64_t diskBytes);
 
 // The client `choice` asks for; nullptr for Backend::None. A local client is a client of
 // sharedScheduler(choice). Opening a local model reads the whole file (seconds): callers with a

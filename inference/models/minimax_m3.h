@@ -31,6 +31,13 @@ struct MiniMaxM3Trace {
     std::vector<std::vector<std::vector<float>>> expertWeights;
     // Sparse layers while MSA runs: per KV group, the selection blocks attended to (ascending).
     std::vector<std::vector<std::vector<std::vector<std::int32_t>>>> blocks;
+    // Sparse layers: what attention took and gave per token, f32 after norms and rotary: query
+    // heads (heads x headDim), index queries (kvHeads x indexDim), the token's own K and V
+    // (kvHeads x headDim) and index key, and the attention output (heads x headDim).
+    struct Attention {
+        std::vector<float> q, indexQ, k, v, indexKey, out;
+    };
+    std::vector<std::vector<Attention>> attention;  // [layer][token]; empty for dense layers
 };
 
 // Makes forward() of a MiniMax-M3 model fill *trace (reset at each call); nullptr stops it.

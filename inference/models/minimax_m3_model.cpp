@@ -67,6 +67,19 @@ private:
                       ThreadPool& pool, float* out, BlockTrace* traced);
     void prefillSparse(int layer, std::span<const TokenInput> batch, const KvCache& cache,
                        ThreadPool& pool, float* out, BlockTrace* traced);
+    // With KV tiers (cache.residency()): brings the pages of the selected selection blocks
+    // (`chosen` per sequence and length) into the pool before attention reads them; m_pages is
+    // the scratch. Without tiers it does nothing.
+    void addChosenPages(const KvCache& cache, const TokenInput& in, std::int64_t length,
+                        const std::int32_t* chosen, int count);
+    // The same for a prefill run's block mask (rows of `lengths.size()` queries).
+    void addMaskedPages(const KvCache& cache, const TokenInput& head,
+                        const std::vector<std::uint8_t>& mask,
+                        const std::vector<std::int64_t>& lengths);
+    void addAllPages(const KvCache& cache, const TokenInput& in);
+    void requirePages(int layer, const KvCache& cache);
+    // Copies the sparse layer's attention inputs and output of the batch into the trace.
+    void traceAttention(std::size_t layer, std::int64_t tokens);
 
     ModelConfig m_config;
     Hyper m_hyper;
@@ -80,6 +93,11 @@ private:
     std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_iq, m_ik, m_attn, m_out, m_rows,
         m_expertWeights;
     std::vector<int> m_experts;
+    // Sparse decode: the chosen selection blocks per (token, group), topK apart, and how many.
+    std::vector<std::int32_t> m_chosen;
+    std::vector<int> m_chosenCount;
+    std::vector<std::int32_t> m_pages;  // pool pages to bring in (KV tiers)
+    Status m_tierStatus;                // the first failure to bring a page in, this forward
 };
 
 void MiniMaxM3::attention(std::size_t layerIndex, std::span<const TokenInput> batch,
@@ -87,6 +105,11 @@ void MiniMaxM3::attention(std::size_t layerIndex, std::span<const TokenInput> ba
     const Layer& layer = m_weights.layers[layerIndex];
     const int li = int(layerIndex);
     if (!layer.sparse || m_dense) {
+        if (layer.sparse && cache.residency() != nullptr) {
+            for (const TokenInput& in : batch)
+                addAllPages(cache, in);
+            requirePages(li, cache);
+        }
         attendDense(li, batch, m_q.data(), int(m_config.heads), cache, pool, out);
         return;
     }
@@ -104,18 +127,19 @@ void MiniMaxM3::attention(std::size_t layerIndex, std::span<const TokenInput> ba
 }
 
 // Decode on a sparse layer: per (token, KV group), the group's index query chooses blocks and
-// the group's query heads attend to them.
+// the group's query heads attend to them. Choosing and attending are two passes so that KV
+// tiers can bring the chosen blocks in between (on this thread).
 void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const KvCache& cache,
                              ThreadPool& pool, float* out, BlockTrace* traced) {
     const ModelConfig& c = m_config;
     const std::int64_t T = std::int64_t(batch.size()), H = c.heads, G = c.kvHeads, hd = c.headDim,
                        group = H / G;
-    const int S = m_hyper.blockSize, topK = m_hyper.topK, Di = m_hyper.indexDim;
+    const int S = m_hyper.blockSize, topK = std::max(m_hyper.topK, 1), Di = m_hyper.indexDim;
     const float scale = 1.0f / std::sqrt(float(hd));
+    m_chosen.resize(std::size_t(T * G * topK));
+    m_chosenCount.resize(std::size_t(T * G));
     pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> work;
         std::vector<float> blockScores;
-        std::vector<std::int32_t> chosen(std::size_t(std::max(topK, 1)));
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t t = item / G;
             const int g = int(item % G);
@@ -128,17 +152,73 @@ void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const Kv
                                                cache.options().blockSize, Di};
             kernels::indexerBlockScores(m_iq.data() + (t * G + g) * Di, 1, keys, length, S,
                                         blockScores.data());
-            const int count = kernels::selectTopBlocks(blockScores.data(), blocks, topK,
-                                                       m_hyper.localBlocks, chosen.data());
-            work.resize(std::size_t(group * count * S));
-            kernels::attendBlocks(m_q.data() + t * H * hd, int(H), pagedKv(cache, li, in.sequence),
-                                  length, scale, chosen.data(), count, S, out + t * H * hd,
-                                  work.data(), int(g * group), int((g + 1) * group));
-            if (traced != nullptr)
-                (*traced)[std::size_t(t)][std::size_t(g)].assign(chosen.begin(),
-                                                                 chosen.begin() + count);
+            m_chosenCount[std::size_t(item)] =
+                kernels::selectTopBlocks(blockScores.data(), blocks, m_hyper.topK,
+                                         m_hyper.localBlocks, m_chosen.data() + item * topK);
         }
     });
+    if (cache.residency() != nullptr) {
+        for (std::int64_t item = 0; item < T * G; ++item) {
+            const TokenInput& in = batch[std::size_t(item / G)];
+            addChosenPages(cache, in, in.slot + 1, m_chosen.data() + item * topK,
+                           m_chosenCount[std::size_t(item)]);
+        }
+        requirePages(li, cache);
+    }
+    pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> work;
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t t = item / G;
+            const int g = int(item % G), count = m_chosenCount[std::size_t(item)];
+            const TokenInput& in = batch[std::size_t(t)];
+            const std::int32_t* chosen = m_chosen.data() + item * topK;
+            work.resize(std::size_t(group * count * S));
+            kernels::attendBlocks(m_q.data() + t * H * hd, int(H), pagedKv(cache, li, in.sequence),
+                                  in.slot + 1, scale, chosen, count, S, out + t * H * hd,
+                                  work.data(), int(g * group), int((g + 1) * group));
+            if (traced != nullptr)
+                (*traced)[std::size_t(t)][std::size_t(g)].assign(chosen, chosen + count);
+        }
+    });
+}
+
+void MiniMaxM3::addChosenPages(const KvCache& cache, const TokenInput& in, std::int64_t length,
+                               const std::int32_t* chosen, int count) {
+    const std::span<const std::int32_t> table = cache.blockTable(in.sequence);
+    const std::int64_t page = cache.options().blockSize, S = m_hyper.blockSize;
+    for (int j = 0; j < count; ++j) {
+        const std::int64_t first = chosen[j] * S, last = std::min((chosen[j] + 1) * S, length);
+        for (std::int64_t p = first / page; p * page < last; ++p)
+            m_pages.push_back(table[std::size_t(p)]);
+    }
+}
+
+void MiniMaxM3::addMaskedPages(const KvCache& cache, const TokenInput& head,
+                               const std::vector<std::uint8_t>& mask,
+                               const std::vector<std::int64_t>& lengths) {
+    const std::int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    const std::int64_t blocks = kernels::selectionBlocks(longest, m_hyper.blockSize),
+                       n = std::int64_t(lengths.size());
+    for (std::int32_t b = 0; b < blocks; ++b) {
+        bool any = false;
+        for (std::int64_t i = 0; i < n && !any; ++i)
+            any = mask[std::size_t(i * blocks + b)] != 0;
+        if (any) addChosenPages(cache, head, longest, &b, 1);
+    }
+}
+
+void MiniMaxM3::addAllPages(const KvCache& cache, const TokenInput& in) {
+    const std::span<const std::int32_t> table = cache.blockTable(in.sequence);
+    const std::int64_t pages = (in.slot + cache.options().blockSize) / cache.options().blockSize;
+    m_pages.insert(m_pages.end(), table.begin(), table.begin() + pages);
+}
+
+void MiniMaxM3::requirePages(int li, const KvCache& cache) {
+    std::sort(m_pages.begin(), m_pages.end());
+    m_pages.erase(std::unique(m_pages.begin(), m_pages.end()), m_pages.end());
+    Status required = cache.residency()->require(li, m_pages);
+    if (m_tierStatus.isOk()) m_tierStatus = std::move(required);
+    m_pages.clear();
 }
 
 // Prefill on a sparse layer: the batch is cut into runs of up to kRun consecutive tokens of one
@@ -160,10 +240,12 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
     }
     starts.push_back(T);
     const std::int64_t runs = std::int64_t(starts.size()) - 1;
+    // Per (run, group): the block mask and the query lengths, made in a first pass so that KV
+    // tiers can bring the masked blocks in before the second pass attends.
+    std::vector<std::vector<std::uint8_t>> masks(std::size_t(runs * G));
+    std::vector<std::vector<std::int64_t>> runLengths(std::size_t(runs * G));
     pool.parallelFor(runs * G, 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> work, blockScores;
-        std::vector<std::uint8_t> mask;
-        std::vector<std::int64_t> lengths;
+        std::vector<float> blockScores;
         std::vector<std::int32_t> chosen(static_cast<std::size_t>(std::max(topK, 1)));
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t first = starts[std::size_t(item / G)],
@@ -171,6 +253,8 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
             const int g = int(item % G), n = int(last - first);
             const TokenInput& head = batch[std::size_t(first)];
             const std::span<const std::int32_t> table = cache.blockTable(head.sequence);
+            std::vector<std::uint8_t>& mask = masks[std::size_t(item)];
+            std::vector<std::int64_t>& lengths = runLengths[std::size_t(item)];
             std::int64_t longest = 0;
             lengths.resize(std::size_t(n));
             for (int i = 0; i < n; ++i) {
@@ -195,6 +279,25 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
                     (*traced)[std::size_t(t)][std::size_t(g)].assign(chosen.begin(),
                                                                      chosen.begin() + count);
             }
+        }
+    });
+    if (cache.residency() != nullptr) {
+        for (std::int64_t item = 0; item < runs * G; ++item) {
+            addMaskedPages(cache, batch[std::size_t(starts[std::size_t(item / G)])],
+                           masks[std::size_t(item)], runLengths[std::size_t(item)]);
+        }
+        requirePages(li, cache);
+    }
+    pool.parallelFor(runs * G, 1, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> work;
+        for (std::int64_t item = begin; item < end; ++item) {
+            const std::int64_t first = starts[std::size_t(item / G)];
+            const int g = int(item % G);
+            const TokenInput& head = batch[std::size_t(first)];
+            const std::vector<std::uint8_t>& mask = masks[std::size_t(item)];
+            const std::vector<std::int64_t>& lengths = runLengths[std::size_t(item)];
+            const int n = int(lengths.size());
+            const std::int64_t blocks = std::int64_t(mask.size()) / n;
             work.resize(std::size_t(n * group * (hd + 2) + S));
             kernels::attendMaskedBlocks(m_q.data() + first * H * hd, H * hd, n, lengths.data(),
                                         int(H), pagedKv(cache, li, head.sequence), scale,
@@ -252,8 +355,24 @@ void MiniMaxM3::attentionBlock(std::size_t l, std::span<const TokenInput> batch,
     }
     writeKv(int(l), batch, k, v, layer.sparse ? ik : nullptr, cache);
     attention(l, batch, cache, pool, m_attn.data());
+    if (m_trace != nullptr && layer.sparse) traceAttention(l, T);
     m_runner.run(layer.o, m_attn.data(), T, m_out.data(), pool);
     addResidual(x, m_out.data(), T * D);
+}
+
+void MiniMaxM3::traceAttention(std::size_t l, std::int64_t T) {
+    const std::int64_t H = m_config.heads, G = m_config.kvHeads, hd = m_config.headDim,
+                       Di = m_hyper.indexDim;
+    const auto slice = [](const std::vector<float>& from, std::int64_t t, std::int64_t n) {
+        return std::vector<float>(from.begin() + t * n, from.begin() + (t + 1) * n);
+    };
+    auto& traced = m_trace->attention[l];
+    traced.resize(std::size_t(T));
+    for (std::int64_t t = 0; t < T; ++t) {
+        traced[std::size_t(t)] = {slice(m_q, t, H * hd),  slice(m_iq, t, G * Di),
+                                  slice(m_k, t, G * hd),  slice(m_v, t, G * hd),
+                                  slice(m_ik, t, Di),     slice(m_attn, t, H * hd)};
+    }
 }
 
 void MiniMaxM3::feedForwardBlock(std::size_t l, std::int64_t T, ThreadPool& pool) {
@@ -288,14 +407,18 @@ Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, Thr
         m_trace->experts.assign(layers, {});
         m_trace->expertWeights.assign(layers, {});
         m_trace->blocks.assign(layers, {});
+        m_trace->attention.assign(layers, {});
     }
     if (T == 0) return {};
     IRIS_RETURN_IF_ERROR(checkBatch(batch, cache, m_config));
     reserve(T);
     embedTokens(batch, *m_weights.tokenEmbedding, m_config.hiddenSize, m_x.data());
     m_rope.build(batch, m_config);
+    if (cache.residency() != nullptr) cache.residency()->beginForward();
+    m_tierStatus = Status::ok();
     for (std::size_t l = 0; l < m_weights.layers.size(); ++l) {
         attentionBlock(l, batch, cache, pool);
+        IRIS_RETURN_IF_ERROR(m_tierStatus);
         feedForwardBlock(l, T, pool);
     }
     appendLogits(batch, m_x.data(), m_weights.outputNorm, m_config.rmsEps, m_weights.output,

@@ -49,6 +49,14 @@ TEST(CliModelOptions, ChooseTheLocalEngineTheEndpointOrNone) {
     Result<ModelChoice> disk = choiceOf({"--model", "m.gguf", "--kv-disk-gb", "1.5"});
     ASSERT_TRUE(disk) << disk.status().message();
     EXPECT_EQ(disk->kvDiskBytes, std::int64_t(3) << 29);
+    EXPECT_EQ(local->kvTiers.computeBytes, 0) << "KV tiers are off unless asked for";
+    Result<ModelChoice> tiers = choiceOf({"--model", "m.gguf", "--kv-resident-mb", "64",
+                                          "--kv-host-mb", "128", "--kv-disk-gb", "1"});
+    ASSERT_TRUE(tiers) << tiers.status().message();
+    EXPECT_EQ(tiers->kvTiers.computeBytes, std::int64_t(64) << 20);
+    EXPECT_EQ(tiers->kvTiers.hostBytes, std::int64_t(128) << 20);
+    EXPECT_EQ(tiers->kvTiers.diskBytes, std::int64_t(1) << 30);
+    EXPECT_FALSE(tiers->kvTiers.diskFolder.empty());
 
     Result<ModelChoice> endpoint = choiceOf({"--endpoint", "http://127.0.0.1:9/v1"});
     ASSERT_TRUE(endpoint) << endpoint.status().message();
@@ -71,6 +79,7 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         {{"--model", "m.gguf", "--threads", "0"}, "--threads must be >= 1"},
         {{"--model", "m.gguf", "--ctx-size", "255"}, "--ctx-size >= 256"},
         {{"--model", "m.gguf", "--kv-disk-gb", "-1"}, "--kv-disk-gb must be 0 (off)"},
+        {{"--model", "m.gguf", "--kv-resident-mb", "-1"}, "--kv-resident-mb and --kv-host-mb"},
         {{"--endpoint", "http://h/v1", "--api-key-env", "IRIS_TEST_UNSET_KEY_VARIABLE"},
          "--api-key-env: the environment variable IRIS_TEST_UNSET_KEY_VARIABLE is not set"},
     };

@@ -64,6 +64,28 @@ protected:
         m_options.kvType = TensorType::F32;
     }
 
+    // The tiny MiniMax-M3 with a tokenizer, a 1024-token context.
+    testing::M3Spec m3Model() {
+        testing::M3Spec spec;
+        spec.vocab = 272;
+        spec.seed = 11;
+        m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
+        m_options.threads = 2;
+        m_options.contextSize = 1024;
+        return spec;
+    }
+
+    // KV tiers of one f32 page of `spec` in the pool (each layer's selection pushes the other
+    // layer's pages out, every step) and one in host memory (the rest goes to disk), pages
+    // poisoned while away. The caller names the disk tier's place.
+    void pageTiers(const testing::M3Spec& spec) {
+        const std::int64_t page = 2 * kBlock * spec.kvHeads * spec.headDim * 4;
+        m_options.kvTiers.computeBytes = page;
+        m_options.kvTiers.hostBytes = page;
+        m_options.kvTiers.diskBytes = 1 << 20;
+        m_options.kvTiers.poisonEvicted = true;
+    }
+
     std::unique_ptr<Engine> load() const {
         Result<std::unique_ptr<Engine>> engine = Engine::load(m_model, m_options);
         EXPECT_TRUE(engine) << engine.status().message();
@@ -245,12 +267,7 @@ TEST_F(KvDiskTier, Qwen2VlWithAnImageResumesFromDiskWithoutTheVisionTower) {
 }
 
 TEST_F(KvDiskTier, MiniMaxM3IndexerKeysComeBackFromDisk) {
-    testing::M3Spec spec;
-    spec.vocab = 272;
-    spec.seed = 11;
-    m_model = m_scratch.write("m3.gguf", testing::makeM3ModelWithTokenizer(spec));
-    m_options.threads = 2;
-    m_options.contextSize = 1024;
+    m3Model();
     // Long enough that sparse attention selects some of many 16-token blocks.
     const std::int64_t prompt = 150, n = 8;
     const GenerateRequest r = request(byteTokens(std::size_t(prompt), 21), n, 0.0f);
@@ -261,6 +278,42 @@ TEST_F(KvDiskTier, MiniMaxM3IndexerKeysComeBackFromDisk) {
     expectSame(resumed.result, want, "resumed");
     EXPECT_EQ(resumed.stats.disk.hitTokens, (prompt - 1) / kBlock * kBlock);
     EXPECT_EQ(resumed.stats.disk.rejected, 0);
+}
+
+// KV tiers (inference/kv_tiers.h) under the scheduler with the disk store: most of the sparse
+// layers' K/V out of the pool (poisoned while away), blocks saved from and restored into
+// pages the tiers manage; the same greedy tokens as the plain uninterrupted run.
+TEST_F(KvDiskTier, MiniMaxM3WithKvTiersGivesTheSameTokens) {
+    const testing::M3Spec spec = m3Model();
+    const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
+    const GenerateResult want = reference(r);
+    pageTiers(spec);
+    m_options.kvTiers.diskFolder = (m_scratch.path() / "spill").string();
+    const Outcome first = run(r);
+    expectSame(first.result, want, "first");
+    EXPECT_GT(first.stats.tiers.fetched, 0);
+    EXPECT_GT(first.stats.tiers.fetchedFromDisk, 0);
+    EXPECT_GT(first.stats.tiers.evicted, 0);
+    const Outcome resumed = run(r);
+    expectSame(resumed.result, want, "resumed");
+    EXPECT_GT(resumed.stats.disk.hitTokens, 0);
+}
+
+TEST_F(KvDiskTier, MiniMaxM3KvTiersOnAFullDiskWarnOnceAndGiveTheSameTokens) {
+    if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+    const testing::M3Spec spec = m3Model();
+    const GenerateRequest r = request(byteTokens(150, 23), 12, 0.0f);
+    const GenerateResult want = reference(r);
+    pageTiers(spec);
+    m_options.kvTiers.diskFile = "/dev/full";  // every spill write fails with ENOSPC
+    const Outcome out = run(r);
+    expectSame(out.result, want, "full disk");
+    EXPECT_EQ(out.stats.tiers.diskWriteFailures, 1);
+    EXPECT_EQ(std::count_if(out.warnings.begin(), out.warnings.end(),
+                            [](const std::string& w) {
+                                return w.find("/dev/full") != std::string::npos;
+                            }),
+              1);
 }
 
 }  // namespace

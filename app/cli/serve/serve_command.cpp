@@ -39,6 +39,12 @@ constexpr OptionSpec kOptions[] = {
     {"kv-disk-gb", "", true,
      "keep KV blocks in ~/.cache/iris/kv up to N GiB; prompt prefixes seen before (also before "
      "a restart) are read back instead of recomputed (default 0: off)"},
+    {"kv-resident-mb", "", true,
+     "MiniMax-M3: keep at most N MiB of the sparse layers' K/V in the KV pool, the rest in host "
+     "memory and on disk; each step brings in the blocks its sparse attention selects (default "
+     "0: all in the pool)"},
+    {"kv-host-mb", "", true,
+     "with --kv-resident-mb: MiB of spilled K/V kept in host memory before disk (default 4096)"},
     {"max-waiting", "", true, "requests queued beyond the running ones before 429 (default 64)"},
     {"max-body-mb", "", true, "largest request body in MiB, 413 above (default 64)"},
     {"no-shared-engine", "", false,
@@ -87,9 +93,12 @@ Result<ServeSettings> readSettings(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(kvDiskGb.status());
     const Result<std::int64_t> kvDiskBytes = kvDiskBytesFromGigabytes(*kvDiskGb);
     IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
+    Result<inference::KvTierOptions> tiers = kvTierOptionsFromArguments(args, *kvDiskBytes);
+    IRIS_RETURN_IF_ERROR(tiers.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
     ServeSettings settings;
+    settings.engine.kvTiers = std::move(*tiers);
     settings.scheduler.kvDisk = kvDiskOptions(*kvDiskBytes);
     settings.model = files->model;
     settings.engine.threads = int(*threads);

@@ -36,6 +36,10 @@ TEST(ServerMetrics, ReportsTheSchedulersCountersAndTheServersOwn) {
     stats.waiting = 2;
     stats.disk.hitTokens = 32;
     stats.disk.rejected = 1;
+    stats.tiers.bytesIn = 4096;  // moved: in + out + host to disk
+    stats.tiers.bytesOut = 1024;
+    stats.tiers.diskBytesWritten = 512;
+    stats.tiers.residentBytes = 65536;
     const std::string text = metrics.prometheusText(&stats);
     for (const char* line :
          {"iris_http_responses_total{code=\"200\"} 2\n", "iris_http_responses_total{code=\"429\"} 1\n",
@@ -43,7 +47,8 @@ TEST(ServerMetrics, ReportsTheSchedulersCountersAndTheServersOwn) {
           "iris_model_loaded 1\n", "iris_requests_total 7\n",
           "iris_prefix_cache_hit_tokens_total 48\n", "iris_kv_blocks_cached 3\n",
           "iris_requests_waiting 2\n", "# TYPE iris_requests_running gauge\n",
-          "iris_kv_disk_hit_tokens_total 32\n", "iris_kv_disk_rejected_total 1\n"}) {
+          "iris_kv_disk_hit_tokens_total 32\n", "iris_kv_disk_rejected_total 1\n",
+          "iris_kv_tier_moved_bytes_total 5632\n", "iris_kv_tier_resident_bytes 65536\n"}) {
         EXPECT_NE(text.find(line), std::string::npos) << line;
     }
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "inference/models/model.h"
+#include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/tiny_model.h"
 
 namespace iris::inference {
@@ -15,23 +16,8 @@ namespace {
 using kernels::TensorType;
 using testing::TinyModelSpec;
 
-struct Loaded {
-    std::vector<std::byte> bytes;
-    std::optional<GgufFile> file;
-    std::unique_ptr<Model> model;
-};
-
-std::unique_ptr<Loaded> load(const TinyModelSpec& spec) {
-    auto loaded = std::make_unique<Loaded>();
-    loaded->bytes = testing::makeTinyModel(spec);
-    Result<GgufFile> file = GgufFile::parse(loaded->bytes, "tiny.gguf");
-    EXPECT_TRUE(file) << file.status().message();
-    if (!file) return loaded;
-    loaded->file = std::move(*file);
-    Result<std::unique_ptr<Model>> model = createModel(*loaded->file);
-    EXPECT_TRUE(model) << model.status().message();
-    if (model) loaded->model = std::move(*model);
-    return loaded;
+std::unique_ptr<testing::LoadedModel> load(const TinyModelSpec& spec) {
+    return testing::loadModelBytes(testing::makeTinyModel(spec), "tiny.gguf");
 }
 
 // Runs `tokens` through the engine in chunks of `chunk` tokens (a prefill of the whole prompt

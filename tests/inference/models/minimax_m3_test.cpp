@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "inference/models/model.h"
+#include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/minimax_m3_reference.h"
 
 namespace iris::inference {
@@ -18,23 +19,8 @@ namespace {
 using kernels::TensorType;
 using testing::M3Spec;
 
-struct Loaded {
-    std::vector<std::byte> bytes;
-    std::optional<GgufFile> file;
-    std::unique_ptr<Model> model;
-};
-
-std::unique_ptr<Loaded> load(const M3Spec& spec) {
-    auto loaded = std::make_unique<Loaded>();
-    loaded->bytes = testing::makeM3Model(spec);
-    Result<GgufFile> file = GgufFile::parse(loaded->bytes, "m3.gguf");
-    EXPECT_TRUE(file) << file.status().message();
-    if (!file) return loaded;
-    loaded->file = std::move(*file);
-    Result<std::unique_ptr<Model>> model = createModel(*loaded->file);
-    EXPECT_TRUE(model) << model.status().message();
-    if (model) loaded->model = std::move(*model);
-    return loaded;
+std::unique_ptr<testing::LoadedModel> load(const M3Spec& spec) {
+    return testing::loadModelBytes(testing::makeM3Model(spec), "m3.gguf");
 }
 
 Status loadError(const M3Spec& spec) {

@@ -1,0 +1,181 @@
+#pragma once
+// KV cache tiers for MiniMax-M3's sparse attention: the K/V of the sparse layers live in a
+// compute tier (the CPU engine's KV pool; device memory for a GPU backend) under a byte budget,
+// spill to a host-memory tier under its own budget, and from there to a disk tier (one unlinked
+// spill file). The indexer keys and the dense layers' K/V are never paged: a decode step scores
+// every block from resident indexer keys, and only the K/V blocks its top-k selection names
+// are brought in (require()).
+//
+// The unit moved is one pool page (KV block) of one paged layer: its K rows then its V rows.
+// The compute tier holds the least recently required units that fit its budget; a unit that
+// leaves it keeps a copy in the host or disk tier, and a unit brought back keeps that copy, so
+// evicting it again moves nothing until it is written again (KvCache::extend() marks a page
+// written). Host copies go to disk least recently used first.
+//
+// KvTiers implements KvCache's residency hooks (kv_cache.h); the memory operations on the
+// compute tier are behind ComputeTier, so a device pool can reuse the policy. Not thread-safe:
+// called on the thread that drives forward passes, between the compute threads' work.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "inference/kv_cache.h"
+#include "inference/thread_pool.h"
+
+namespace iris::inference {
+
+struct KvTierOptions {
+    // Bytes of paged K/V (sparse layers) the compute tier keeps; 0 = everything (no tiers).
+    std::int64_t computeBytes = 0;
+    // Bytes of spilled units kept in host memory before they go to disk.
+    std::int64_t hostBytes = 64ll << 20;
+    // Bytes of the disk tier's spill file; 0 = no disk tier (the host tier then grows past its
+    // budget instead of losing data).
+    std::int64_t diskBytes = 0;
+    // A folder for the spill file (created there and unlinked at once: nothing stays behind),
+    // or `diskFile`, a file to use as it is (tests: /dev/full). One of them when diskBytes > 0.
+    std::string diskFolder{};
+    std::string diskFile{};
+    // Tests: fill a unit that leaves the compute tier with NaN (all bits set) instead of giving
+    // its pages back, so that attention over a unit that is not resident cannot go unnoticed.
+    bool poisonEvicted = false;
+};
+
+struct KvTierStats {
+    std::int64_t required = 0;       // units asked for by require()
+    std::int64_t fetched = 0;        // of those, brought into the compute tier
+    std::int64_t fetchedFromDisk = 0;
+    std::int64_t evicted = 0;        // units that left the compute tier
+    std::int64_t spilled = 0;        // of those, copied out (no copy existed)
+    std::int64_t bytesIn = 0;        // host or disk -> compute tier
+    std::int64_t bytesOut = 0;       // compute tier -> host tier
+    std::int64_t diskBytesWritten = 0;  // host tier -> disk tier
+    std::int64_t diskBytesRead = 0;     // disk tier -> compute tier
+    std::int64_t diskWriteFailures = 0;
+    std::int64_t residentBytes = 0;  // paged K/V in the compute tier now
+    std::int64_t hostBytes = 0;      // host tier in use now
+    std::int64_t diskBytes = 0;      // disk tier in use now
+    std::int64_t overBudget = 0;     // evictions that found only units the current step needs
+    // Bytes moved between tiers in both directions (in, out, host <-> disk).
+    std::int64_t bytesMoved() const { return bytesIn + bytesOut + diskBytesWritten; }
+};
+
+// The compute tier's memory: where a unit (paged layer `layer`, pool block `block`) is, and
+// giving its memory back. The CPU pool's version is poolComputeTier(); a device pool would copy
+// through pinned host memory instead.
+class ComputeTier {
+public:
+    virtual ~ComputeTier() = default;
+    // Bytes of one unit: K part then V part, partBytes() each.
+    virtual std::int64_t partBytes() const = 0;
+    // Copies the unit out to `to` (2 * partBytes()).
+    virtual void copyOut(int layer, std::int32_t block, std::byte* to) = 0;
+    virtual void copyIn(int layer, std::int32_t block, const std::byte* from) = 0;
+    // The unit's two parts in the tier, for reads from disk straight into them.
+    virtual std::pair<std::byte*, std::byte*> parts(int layer, std::int32_t block) = 0;
+    // The unit's contents are no longer needed: give its memory back (or poison it).
+    virtual void release(int layer, std::int32_t block, bool poison) = 0;
+};
+
+// The KV pool of the CPU engine as the compute tier.
+std::unique_ptr<ComputeTier> poolComputeTier(KvCache& cache);
+
+class KvSpillFile;
+
+class KvTiers final : public KvResidency {
+public:
+    // Tiers for `cache` (which must have MiniMax-M3 indexer keys) and attaches them to it
+    // (cache.setResidency). With `pool` (the engine's compute threads, which must outlive the
+    // tiers) the pages a step brings in are copied by all its threads. InvalidArgument for a
+    // cache without paged layers or a disk tier without a place; IoError when the spill file
+    // cannot be created.
+    static Result<std::unique_ptr<KvTiers>> attach(KvCache& cache, const KvTierOptions& options,
+                                                   ThreadPool* pool = nullptr);
+    ~KvTiers() override;
+
+    // ---- KvResidency (called by the model and by KvCache) ----
+    void beginForward() override;
+    Status require(int layer, std::span<const std::int32_t> blocks) override;
+    Status writable(std::int32_t block) override;
+    Status requireWhole(std::int32_t block) override;
+    void forget(std::int32_t block, bool inUse) override;
+
+    // Gives a unit these contents, put straight into the host tier (and from there to disk)
+    // rather than the compute tier: a long context built or restored without passing through
+    // the pool (tests, benchmarks). The block must be held by a sequence.
+    void adopt(int layer, std::int32_t block, std::span<const std::byte> unit);
+    // Moves units out of the compute tier until it is within budget: first those not required
+    // in the current forward pass, then (with activeLayer) those it required for other layers;
+    // never those of activeLayer it required nor those it writes.
+    void trim(int activeLayer = -1);
+
+    bool resident(int layer, std::int32_t block) const;
+    std::int64_t unitBytes() const { return m_unitBytes; }
+    const KvTierOptions& options() const { return m_options; }
+    KvTierStats stats() const;
+    // The first disk-tier failure ("" when none), reported once.
+    const std::string& diskWarning() const { return m_diskWarning; }
+
+private:
+    KvTiers(KvCache& cache, const KvTierOptions& options, std::unique_ptr<ComputeTier> compute);
+    struct Unit {
+        std::uint64_t used = 0;    // last require/write: requiredTick() or pinnedTick()
+        std::int32_t host = -1;    // host-tier slot holding a copy
+        std::int32_t disk = -1;    // disk-tier slot holding a copy
+        bool resident = false;
+    };
+    std::size_t unitIndex(int layer, std::int32_t block) const;
+    int layerOf(std::size_t unit) const;
+    std::int32_t blockOf(std::size_t unit) const;
+    void touch(std::size_t unit, std::uint64_t when);
+    // Eviction-order stamps: a unit required in forward pass f gets 2f; one written in pass f
+    // (made writable just before it) 2f + 1, which keeps it through that pass.
+    std::uint64_t requiredTick() const { return 2 * m_forward; }
+    std::uint64_t pinnedTick() const { return 2 * (m_forward + 1) + 1; }
+    Status bringIn(std::size_t unit);
+    void planBringIn(std::size_t unit);
+    Status runTransfers();
+    void evict(std::size_t unit);
+    void dropCopies(std::size_t unit);
+    std::int32_t takeHostSlot();
+    bool moveHostToDisk(std::size_t unit);
+    void noteDiskFailure(const std::string& what);
+
+    KvCache& m_cache;
+    ThreadPool* m_pool = nullptr;
+    KvTierOptions m_options;
+    std::unique_ptr<ComputeTier> m_compute;
+    std::unique_ptr<KvSpillFile> m_disk;
+    int m_firstLayer = 0;
+    std::int64_t m_blocks = 0;
+    std::int64_t m_unitBytes = 0;
+    std::vector<Unit> m_units;
+    std::set<std::pair<std::uint64_t, std::uint32_t>> m_residentOrder;  // (used, unit)
+    std::int64_t m_resident = 0;                                         // units
+    // Host tier: slots of m_unitBytes, the unit in each slot, and copies by last use.
+    std::vector<std::unique_ptr<std::byte[]>> m_hostSlots;
+    std::vector<std::int32_t> m_hostOwner;
+    std::vector<std::int32_t> m_freeHostSlots;
+    std::set<std::pair<std::uint64_t, std::uint32_t>> m_hostOrder;  // (stored, slot)
+    std::vector<std::uint64_t> m_hostStored;  // per slot: when its copy was stored
+    // Units planned to come in and where from (host slot, else disk slot).
+    struct Transfer {
+        std::size_t unit;
+        std::int32_t host;
+        std::int32_t disk;
+    };
+    std::vector<Transfer> m_transfers;
+    std::uint64_t m_forward = 1;
+    std::uint64_t m_hostClock = 0;
+    KvTierStats m_stats;
+    std::string m_diskWarning;
+};
+
+}  // namespace iris::inference

@@ -49,6 +49,9 @@ std::vector<OptionSpec> runOptions() {
         {"allow-commands", "", false,
          "run launch/execute steps and command getters (private desktop tasks only)"},
         {"allow-network", "", false, "allow http(s) downloads in task set-up"},
+        {"env", "", true,
+         "where desktop tasks run: desktop:private (a private Xvfb, the default) or "
+         "desktop:private-wayland (a private headless sway)"},
         {"shard", "", true,
          "K/N: run only shard K of N (balanced by estimated cost; merge with `iris eval merge`), "
          "or auto: K from JOB_COMPLETION_INDEX+1, N from IRIS_SHARD_COUNT"},
@@ -173,6 +176,13 @@ int runRunCommand(int argc, char** argv) {
     options.loopLimit = int(*loopLimit);
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
+    if (std::optional<std::string> env = args->value("env")) {
+        if (*env != "desktop:private" && *env != "desktop:private-wayland")
+            return usage("--env: expected desktop:private or desktop:private-wayland (where "
+                         "desktop tasks run; browser tasks always get a browser page), got '" +
+                         *env + "'");
+        options.waylandDesktop = *env == "desktop:private-wayland";
+    }
     if (std::optional<std::string> shard = args->value("shard")) {
         Result<eval::ShardSpec> spec = eval::resolveShard(*shard);
         if (!spec) return usage(spec.status().message());

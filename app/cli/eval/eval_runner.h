@@ -48,6 +48,9 @@ struct EvalRunOptions {
     int repeat = 1;  // runs of every task, each in a fresh environment (eval_results.h: layout)
     bool allowCommands = false;
     bool allowNetwork = false;
+    // Desktop tasks run on a private headless sway (--env desktop:private-wayland) instead of a
+    // private Xvfb; their commands get that compositor's WAYLAND_DISPLAY (desktop_processes.h).
+    bool waylandDesktop = false;
     std::string shard;  // "K/N": run only shard K of N of the tasks (shards.h); empty: all
 };
 

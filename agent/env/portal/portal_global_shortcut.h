@@ -66,7 +66,6 @@ private:
     QDBusConnection m_bus;
     GlobalShortcutRequest m_request;
     State m_state = State::Idle;
-    QString m_senderPart;   // the unique bus name, without ':' and with '.' as '_'
     QString m_waitingPath;  // the Request object whose Response comes next
     QString m_waitingFor;   // its method, for messages
     QString m_session;

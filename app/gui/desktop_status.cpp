@@ -45,8 +45,9 @@ QString stopKeyText(const DesktopStatusFacts& facts) {
         case StopKey::PortalBound:
             return QStringLiteral("global stop key %1 (GlobalShortcuts portal)").arg(detail);
         case StopKey::PortalPending:
-            return QStringLiteral("global stop key %1: waiting for the desktop to confirm it "
-                                  "(GlobalShortcuts portal)")
+            return QStringLiteral(
+                       "global stop key %1: waiting for the desktop to confirm it "
+                       "(GlobalShortcuts portal)")
                 .arg(detail);
         case StopKey::Unavailable:
             break;
@@ -92,9 +93,10 @@ void GlobalStopKey::arm() {
 void GlobalStopKey::armX11() {
     // The hotkey calls back on its own thread: the press is posted to this object's thread.
     const char* display = std::getenv("DISPLAY");
-    Result<std::unique_ptr<agent::GlobalHotkey>> hotkey = agent::GlobalHotkey::grab(
-        display != nullptr ? display : "", kChord, [this] {
-            QMetaObject::invokeMethod(this, [this] { m_onPressed(); }, Qt::QueuedConnection);
+    Result<std::unique_ptr<agent::GlobalHotkey>> hotkey =
+        agent::GlobalHotkey::grab(display != nullptr ? display : "", kChord, [this] {
+            QMetaObject::invokeMethod(
+                this, [this] { m_onPressed(); }, Qt::QueuedConnection);
         });
     if (!hotkey) {
         m_facts.stopKey = StopKey::Unavailable;
@@ -109,8 +111,7 @@ void GlobalStopKey::armX11() {
 void GlobalStopKey::armPortal() {
     m_portal = std::make_unique<agent::PortalGlobalShortcut>(
         QDBusConnection::sessionBus(),
-        agent::GlobalShortcutRequest{QStringLiteral("stop"),
-                                     QStringLiteral("Stop the Iris agent"),
+        agent::GlobalShortcutRequest{QStringLiteral("stop"), QStringLiteral("Stop the Iris agent"),
                                      QString::fromLatin1(kPortalTrigger)});
     connect(m_portal.get(), &agent::PortalGlobalShortcut::activated, this,
             [this] { m_onPressed(); });

@@ -76,8 +76,8 @@ void buildNotes(QWidget* root, const StateReport& report) {
     auto* save = place<QPushButton>(root, 40, 500, 160, 44, QStringLiteral("Save"));
     auto saved = std::make_shared<QString>();
     auto send = [=] {
-        report({{QStringLiteral("text"), editor->toPlainText()},
-                {QStringLiteral("saved"), *saved}});
+        report(
+            {{QStringLiteral("text"), editor->toPlainText()}, {QStringLiteral("saved"), *saved}});
     };
     QObject::connect(editor, &QPlainTextEdit::textChanged, root, send);
     QObject::connect(save, &QPushButton::clicked, root, [=] {
@@ -226,8 +226,8 @@ struct Scene {
 };
 
 constexpr Scene kScenes[] = {
-    {"form", buildForm},         {"notes", buildNotes},       {"counter", buildCounter},
-    {"list", buildList},         {"slider", buildSlider},     {"settings", buildSettings},
+    {"form", buildForm},           {"notes", buildNotes},   {"counter", buildCounter},
+    {"list", buildList},           {"slider", buildSlider}, {"settings", buildSettings},
     {"checklist", buildChecklist}, {"scroll", buildScroll},
 };
 

@@ -76,7 +76,8 @@ PortalGlobalShortcut::~PortalGlobalShortcut() {
 
 Status PortalGlobalShortcut::bind() {
     if (!m_bus.isConnected())
-        return Status::unavailable("no D-Bus session bus: the desktop portal is reached through it");
+        return Status::unavailable(
+            "no D-Bus session bus: the desktop portal is reached through it");
     QDBusMessage get = QDBusMessage::createMethodCall(
         kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
         QStringLiteral("Get"));

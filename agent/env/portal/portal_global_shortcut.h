@@ -20,9 +20,9 @@
 namespace iris::agent {
 
 struct GlobalShortcutRequest {
-    QString id;                // the application's name for it ("stop")
-    QString description;       // shown by the desktop ("Stop the Iris agent")
-    QString preferredTrigger;  // XDG shortcut syntax ("CTRL+ALT+period")
+    QString id;                             // the application's name for it ("stop")
+    QString description;                    // shown by the desktop ("Stop the Iris agent")
+    QString preferredTrigger;               // XDG shortcut syntax ("CTRL+ALT+period")
     int responseTimeoutMs = 5 * 60 * 1000;  // a Response may wait for the person's dialog
 };
 

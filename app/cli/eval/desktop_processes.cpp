@@ -55,7 +55,9 @@ std::string literalPattern(const std::string& text) {
 DesktopProcesses DesktopProcesses::x11(const std::string& display) {
     DesktopProcesses out;
     out.kind = Kind::X11;
-    out.set = {{"DISPLAY", display}, {"QT_QPA_PLATFORM", "xcb"}, {"GDK_BACKEND", "x11"},
+    out.set = {{"DISPLAY", display},
+               {"QT_QPA_PLATFORM", "xcb"},
+               {"GDK_BACKEND", "x11"},
                {"XDG_SESSION_TYPE", "x11"}};
     out.unset = {"WAYLAND_DISPLAY"};
     return out;
@@ -74,15 +76,6 @@ DesktopProcesses DesktopProcesses::wayland(const std::vector<std::string>& clien
                                    {"XDG_SESSION_TYPE", "wayland"}});
     out.unset = {"DISPLAY"};
     return out;
-}
-
-const char* DesktopProcesses::name() const {
-    switch (kind) {
-        case Kind::X11: return "x11";
-        case Kind::Wayland: return "wayland";
-        case Kind::None: break;
-    }
-    return "";
 }
 
 QProcessEnvironment processEnvironment(const DesktopProcesses& desktop) {
@@ -114,9 +107,8 @@ ev::CommandSpec activateWindowCommand(const DesktopProcesses& desktop, const std
         // Native Wayland windows have an app_id where X11 ones have a class.
         const std::string pattern =
             strict ? "^" + literalPattern(name) + "$" : literalPattern(name);
-        command.argv = {"swaymsg",
-                        "[" + std::string(byClass ? "app_id" : "title") + "=\"" + pattern +
-                            "\"] focus"};
+        command.argv = {"swaymsg", "[" + std::string(byClass ? "app_id" : "title") + "=\"" +
+                                       pattern + "\"] focus"};
         return command;
     }
     command.argv = {"wmctrl"};

@@ -18,7 +18,7 @@ struct DesktopProcesses {
     enum class Kind { None, X11, Wayland };
     Kind kind = Kind::None;  // None: commands run with this process's own environment
     std::vector<std::pair<std::string, std::string>> set;  // added or replaced
-    std::vector<std::string> unset;                         // removed
+    std::vector<std::string> unset;                        // removed
 
     // DISPLAY=`display`; Qt and GTK programs on X11 even when this process runs offscreen or
     // under Wayland.
@@ -26,9 +26,6 @@ struct DesktopProcesses {
     // `clientEnvironment` ("WAYLAND_DISPLAY=...", "XDG_RUNTIME_DIR=...", "SWAYSOCK=..."), with
     // Qt and GTK programs on Wayland and no DISPLAY (the private sway has no Xwayland).
     static DesktopProcesses wayland(const std::vector<std::string>& clientEnvironment);
-
-    // "x11" or "wayland" ("" for None), for messages.
-    const char* name() const;
 };
 
 // This process's environment changed as `desktop` says.
@@ -41,7 +38,6 @@ Status checkToolFits(const agent::eval::CommandSpec& command, const DesktopProce
 // The command that focuses a window by title (or class) on this desktop: wmctrl on X11, swaymsg
 // on the private sway. `strict` matches the whole title, else a part of it.
 agent::eval::CommandSpec activateWindowCommand(const DesktopProcesses& desktop,
-                                               const std::string& name, bool byClass,
-                                               bool strict);
+                                               const std::string& name, bool byClass, bool strict);
 
 }  // namespace iris::app::eval

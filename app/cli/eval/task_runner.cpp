@@ -159,10 +159,8 @@ agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork,
                                          bool waylandDesktop) {
     ev::Capabilities capabilities;
     capabilities.browser = true;
-    capabilities.desktop =
-        !QStandardPaths::findExecutable(waylandDesktop ? QStringLiteral("sway")
-                                                       : QStringLiteral("Xvfb"))
-             .isEmpty();
+    const QString server = waylandDesktop ? QStringLiteral("sway") : QStringLiteral("Xvfb");
+    capabilities.desktop = !QStandardPaths::findExecutable(server).isEmpty();
     capabilities.commands = allowCommands;
     capabilities.network = allowNetwork;
     return capabilities;

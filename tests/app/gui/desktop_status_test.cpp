@@ -97,7 +97,8 @@ TEST(DesktopStatus, OnWaylandTheKeyIsBoundThroughTheGlobalShortcutsPortal) {
     ASSERT_TRUE(portal.waitForStarted(30000));
     QDBusConnection bus = QDBusConnection::sessionBus();
     ASSERT_TRUE(spinUntil([&] {
-        return bus.interface()->isServiceRegistered(QStringLiteral("org.freedesktop.portal.Desktop"))
+        return bus.interface()
+            ->isServiceRegistered(QStringLiteral("org.freedesktop.portal.Desktop"))
             .value();
     }));
 

@@ -60,9 +60,10 @@ struct EvalRunOptions {
 int runEvaluation(const EvalRunOptions& options, std::ostream& out, std::ostream& err,
                   InterruptWatcher* interrupts);
 
-// `iris eval validate`: one line per task (runnable or what stops it); returns 0 when every file
-// could be read, 1 when some were malformed.
+// `iris eval validate`: one line per task (runnable or what stops it; desktop tasks on the private
+// Xvfb, or sway with `waylandDesktop`); returns 0 when every file could be read, 1 when some were
+// malformed.
 int validateTasks(const std::filesystem::path& tasks, bool allowCommands, bool allowNetwork,
-                  std::ostream& out);
+                  bool waylandDesktop, std::ostream& out);
 
 }  // namespace iris::app::eval

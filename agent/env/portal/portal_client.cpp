@@ -93,14 +93,8 @@ Status PortalClient::checkPortal() {
             "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS): the desktop portal is reached "
             "through it; run Iris inside your desktop session");
     }
-    // Asking for the version also starts the portal when the bus activates it on demand.
-    QDBusMessage get = QDBusMessage::createMethodCall(
-        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
-        QStringLiteral("Get"));
-    get << kRemoteDesktop << QStringLiteral("version");
-    QDBusReply<QDBusVariant> version = m_bus.call(get);
-    if (version.error().type() == QDBusError::ServiceUnknown ||
-        version.error().name() == QLatin1String("org.freedesktop.DBus.Error.NameHasNoOwner")) {
+    QDBusReply<QDBusVariant> version = portal::interfaceVersion(m_bus, kRemoteDesktop);
+    if (portal::noPortalOnBus(version.error())) {
         return Status::unavailable(
             "xdg-desktop-portal is not running on the session bus (no " + text(kService) +
             "): install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome "

@@ -78,13 +78,8 @@ Status PortalGlobalShortcut::bind() {
     if (!m_bus.isConnected())
         return Status::unavailable(
             "no D-Bus session bus: the desktop portal is reached through it");
-    QDBusMessage get = QDBusMessage::createMethodCall(
-        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
-        QStringLiteral("Get"));
-    get << kGlobalShortcuts << QStringLiteral("version");
-    QDBusReply<QDBusVariant> version = m_bus.call(get);
-    if (version.error().type() == QDBusError::ServiceUnknown ||
-        version.error().name() == QLatin1String("org.freedesktop.DBus.Error.NameHasNoOwner")) {
+    QDBusReply<QDBusVariant> version = portal::interfaceVersion(m_bus, kGlobalShortcuts);
+    if (portal::noPortalOnBus(version.error())) {
         return Status::unavailable("no xdg-desktop-portal on the session bus");
     }
     if (!version.isValid()) {

@@ -2,7 +2,11 @@
 // What every client of xdg-desktop-portal shares: the names it is reached by, the object path its
 // Requests get, and the session handle of a CreateSession response.
 #include <QDBusConnection>
+#include <QDBusError>
+#include <QDBusMessage>
 #include <QDBusObjectPath>
+#include <QDBusReply>
+#include <QDBusVariant>
 #include <QString>
 #include <QVariant>
 
@@ -26,6 +30,23 @@ inline QString sessionHandleOf(const QVariant& handle) {
     return handle.metaType() == QMetaType::fromType<QDBusObjectPath>()
                ? handle.value<QDBusObjectPath>().path()
                : handle.toString();
+}
+
+// The portal's `version` property of `interface`. Asking also starts a portal the bus activates
+// on demand.
+inline QDBusReply<QDBusVariant> interfaceVersion(const QDBusConnection& bus,
+                                                 const QString& interface) {
+    QDBusMessage get = QDBusMessage::createMethodCall(
+        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
+        QStringLiteral("Get"));
+    get << interface << QStringLiteral("version");
+    return bus.call(get);
+}
+
+// True when `error` says that no portal owns kService on the bus.
+inline bool noPortalOnBus(const QDBusError& error) {
+    return error.type() == QDBusError::ServiceUnknown ||
+           error.name() == QLatin1String("org.freedesktop.DBus.Error.NameHasNoOwner");
 }
 
 }  // namespace iris::agent::portal

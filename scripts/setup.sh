@@ -29,6 +29,7 @@ readonly PACKAGES=(
     fonts-dejavu-core
     nodejs
     libpipewire-0.3-dev pipewire-bin dbus-daemon
+    qt6-wayland
 )
 
 # Only for training the tiny model (scripts/training/): Debian's PyTorch, NumPy and Pillow, and

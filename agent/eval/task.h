@@ -23,6 +23,7 @@
 //   {PROJECT_URL}  file:// URL of it, no trailing slash
 //   {TASK_DIR}     the task file's folder (absolute)
 //   {SCREEN_WIDTH} {SCREEN_HEIGHT}  the viewport or screen size in pixels
+//   {IRIS_APP_DIR} the folder of the running iris executable (iris-sample-desktop is there)
 // Other brace words ({DoW}, {CLIENT_PASSWORD}, ...) are left as they are.
 #include <filesystem>
 #include <map>

@@ -100,7 +100,9 @@ TaskSupport checkTask(const Task& task, const Capabilities& caps) {
     TaskSupport support;
     auto& problems = support.problems;
     if (task.iris.environment == EnvironmentKind::Desktop && !caps.desktop) {
-        problems.push_back({"iris.environment", "a desktop task needs an X server"});
+        problems.push_back({"iris.environment",
+                            "a desktop task needs a private desktop: Xvfb (the xvfb package), "
+                            "or sway with --env desktop:private-wayland"});
     }
     if (task.iris.environment == EnvironmentKind::Browser && !caps.browser) {
         problems.push_back({"iris.environment", "a browser task needs the browser environment"});

@@ -11,7 +11,7 @@ namespace iris::agent::eval {
 
 struct Capabilities {
     bool browser = true;    // the Qt WebEngine browser environment is available
-    bool desktop = false;   // an X server for the desktop environment
+    bool desktop = false;   // a private desktop (Xvfb, or sway on Wayland) for desktop tasks
     bool commands = false;  // the run may execute shell commands (launch/execute, vm_command_line)
     bool network = false;   // the run may reach http(s) URLs (download steps, cloud_file)
 };

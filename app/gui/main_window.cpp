@@ -106,31 +106,16 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QMainWindow::closeEvent(event);
 }
 
-namespace {
-// Works on the whole X display, unlike Ctrl+. which needs an Iris window to have the focus.
-constexpr const char* kGlobalStopChord = "Ctrl+Alt+.";
-}  // namespace
-
 void MainWindow::grabGlobalStop() {
-    if (QGuiApplication::platformName() != QStringLiteral("xcb")) return;  // X11 only
-    const char* display = std::getenv("DISPLAY");
-    if (display == nullptr) return;
-    // The hotkey calls back on its own thread: the stop is posted to the GUI thread.
-    Result<std::unique_ptr<agent::GlobalHotkey>> hotkey =
-        agent::GlobalHotkey::grab(display, kGlobalStopChord, [this] {
-            QMetaObject::invokeMethod(
-                this, [this] { m_stopAction->trigger(); }, Qt::QueuedConnection);
-        });
-    if (!hotkey) {
-        statusBar()->showMessage(tr("The global stop key is not available: %1")
-                                     .arg(QString::fromStdString(hotkey.status().message())),
-                                 15000);
-        return;
-    }
-    m_globalStop = std::move(*hotkey);
-    m_stopAction->setToolTip(tr("Stop the agent within one step (Ctrl+. in Iris, %1 anywhere "
-                                "on this display)")
-                                 .arg(QString::fromLatin1(kGlobalStopChord)));
+    m_desktopStatus = new QLabel;
+    m_desktopStatus->setObjectName(QStringLiteral("desktopStatus"));
+    statusBar()->addPermanentWidget(m_desktopStatus);
+    m_stopKey = new GlobalStopKey(m_desktopStatus, [this] { m_stopAction->trigger(); }, this);
+    m_stopKey->arm();
+    if (m_stopKey->facts().stopKey == DesktopStatusFacts::StopKey::Unavailable) return;
+    m_stopAction->setToolTip(
+        tr("Stop the agent within one step (Ctrl+. in Iris, %1 anywhere on this desktop)")
+            .arg(GlobalStopKey::chord()));
 }
 
 void MainWindow::createActions() {

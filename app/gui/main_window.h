@@ -11,7 +11,7 @@
 #include <QMainWindow>
 
 #include "agent/clients/model_client.h"
-#include "agent/env/desktop/global_hotkey.h"
+#include "app/gui/desktop_status.h"
 #include "app/gui/settings.h"
 #include "app/session/demo_project.h"
 #include "app/session/session_plan.h"
@@ -94,8 +94,9 @@ private:
     void showLiveView(QWidget* view);
     void releaseLiveView();
     void showError(const QString& title, const QString& message);
-    // Grabs kGlobalStopChord on the X display so that a stop works while another window has
-    // the focus (the agent driving the desktop); a status-bar note says when it cannot.
+    // Arms the global stop key (an X11 grab, or the GlobalShortcuts portal on Wayland) so that a
+    // stop works while another window has the focus (the agent driving the desktop); the status
+    // bar says which desktop path sessions use and whether the key works (desktop_status.h).
     void grabGlobalStop();
 
     AppSettings m_settings;
@@ -118,8 +119,8 @@ private:
     std::optional<qint64> m_replayOf;  // the recorded session the running one replays
     int m_steps = 0;
     long long m_tokens = 0;
-    // Declared last: released first, before the actions its callback triggers.
-    std::unique_ptr<agent::GlobalHotkey> m_globalStop;
+    QLabel* m_desktopStatus = nullptr;
+    GlobalStopKey* m_stopKey = nullptr;
 };
 
 }  // namespace iris::app

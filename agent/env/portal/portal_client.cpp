@@ -16,15 +16,17 @@
 #include <QEventLoop>
 #include <QTimer>
 
+#include "agent/env/portal/portal_names.h"
+
 namespace iris::agent {
 namespace {
 
-const QString kService = QStringLiteral("org.freedesktop.portal.Desktop");
-const QString kObjectPath = QStringLiteral("/org/freedesktop/portal/desktop");
+using portal::kObjectPath;
+using portal::kRequest;
+using portal::kService;
+using portal::kSession;
 const QString kRemoteDesktop = QStringLiteral("org.freedesktop.portal.RemoteDesktop");
 const QString kScreenCast = QStringLiteral("org.freedesktop.portal.ScreenCast");
-const QString kRequest = QStringLiteral("org.freedesktop.portal.Request");
-const QString kSession = QStringLiteral("org.freedesktop.portal.Session");
 
 // restore_token and persist_mode in SelectDevices came with RemoteDesktop version 2
 // (xdg-desktop-portal 1.15).
@@ -75,8 +77,6 @@ Status FileRestoreTokenStore::save(const std::string& token) {
 PortalClient::PortalClient(QDBusConnection bus, RestoreTokenStore* tokens,
                            PortalClientOptions options)
     : m_bus(std::move(bus)), m_tokens(tokens), m_options(options) {
-    // The portal names request objects after the caller's unique name: ":1.42" -> "1_42".
-    m_senderPart = m_bus.baseService().mid(1).replace(QLatin1Char('.'), QLatin1Char('_'));
 }
 
 PortalClient::~PortalClient() {
@@ -93,14 +93,8 @@ Status PortalClient::checkPortal() {
             "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS): the desktop portal is reached "
             "through it; run Iris inside your desktop session");
     }
-    // Asking for the version also starts the portal when the bus activates it on demand.
-    QDBusMessage get = QDBusMessage::createMethodCall(
-        kService, kObjectPath, QStringLiteral("org.freedesktop.DBus.Properties"),
-        QStringLiteral("Get"));
-    get << kRemoteDesktop << QStringLiteral("version");
-    QDBusReply<QDBusVariant> version = m_bus.call(get);
-    if (version.error().type() == QDBusError::ServiceUnknown ||
-        version.error().name() == QLatin1String("org.freedesktop.DBus.Error.NameHasNoOwner")) {
+    QDBusReply<QDBusVariant> version = portal::interfaceVersion(m_bus, kRemoteDesktop);
+    if (portal::noPortalOnBus(version.error())) {
         return Status::unavailable(
             "xdg-desktop-portal is not running on the session bus (no " + text(kService) +
             "): install xdg-desktop-portal and your desktop's backend (xdg-desktop-portal-gnome "
@@ -130,11 +124,7 @@ Status PortalClient::start() {
     QVariantMap sessionOptions{{QStringLiteral("session_handle_token"), nextToken()}};
     auto created = request(kRemoteDesktop, QStringLiteral("CreateSession"), {}, sessionOptions);
     if (!created) return created.status();
-    // A string by the documentation; some portal versions send an object path.
-    const QVariant handle = created->results.value(QStringLiteral("session_handle"));
-    m_session = handle.metaType() == QMetaType::fromType<QDBusObjectPath>()
-                    ? handle.value<QDBusObjectPath>().path()
-                    : handle.toString();
+    m_session = portal::sessionHandleOf(created->results.value(QStringLiteral("session_handle")));
     if (m_session.isEmpty()) {
         return Status::corrupt("RemoteDesktop.CreateSession: the response has no session_handle");
     }
@@ -215,8 +205,7 @@ Result<PortalClient::Response> PortalClient::request(const QString& interface,
     // quick answer is not missed.
     const QString token = nextToken();
     options.insert(QStringLiteral("handle_token"), token);
-    QString path =
-        kObjectPath + QStringLiteral("/request/") + m_senderPart + QLatin1Char('/') + token;
+    QString path = portal::requestPath(m_bus, token);
     m_bus.connect(kService, path, kRequest, QStringLiteral("Response"), this,
                   SLOT(onResponse(uint, QVariantMap)));
     m_response.reset();

@@ -132,7 +132,6 @@ private:
     QDBusConnection m_bus;
     RestoreTokenStore* m_tokens;
     PortalClientOptions m_options;
-    QString m_senderPart;  // the unique bus name, without ':' and with '.' as '_'
     int m_tokenCounter = 0;
     QString m_session;
     bool m_closedByDesktop = false;

@@ -58,7 +58,7 @@ struct StepRun {
 Status runStep(const ev::LaunchStep& params, const StepRun& run) {
     if (run.target.browser && ev::isBrowserPlumbingStep(run.step)) return Status::ok();
     IRIS_RETURN_IF_ERROR(run.needCommands());
-    return startProcess(params.command, run.target.display).withContext(run.where);
+    return startProcess(params.command, run.target.desktop).withContext(run.where);
 }
 
 // OSWorld's `until` of an execute step: the output ends the polling when its exit code equals
@@ -84,7 +84,7 @@ Status runStep(const ev::ExecuteStep& params, const StepRun& run) {
     const Clock::time_point start = Clock::now();
     for (int failures = 0;;) {
         Result<ev::CommandOutput> output =
-            runProcess(params.command, run.target.display, kExecuteTimeoutS);
+            runProcess(params.command, run.target.desktop, kExecuteTimeoutS);
         if (output) {
             std::error_code error;
             fs::create_directories(run.target.cacheDir, error);
@@ -117,7 +117,7 @@ Status runStep(const ev::OpenStep& params, const StepRun& run) {
     IRIS_RETURN_IF_ERROR(run.needCommands());
     ev::CommandSpec open;
     open.argv = {"xdg-open", params.path};
-    return startProcess(open, run.target.display).withContext(run.where);
+    return startProcess(open, run.target.desktop).withContext(run.where);
 }
 
 Status runStep(const ev::SleepStep& params, const StepRun& run) {
@@ -196,13 +196,9 @@ Status runStep(const ev::ChromeCloseTabsStep& params, const StepRun& run) {
 Status runStep(const ev::ActivateWindowStep& params, const StepRun& run) {
     if (run.target.browser) return Status::ok();  // the page is the only window
     IRIS_RETURN_IF_ERROR(run.needCommands());
-    ev::CommandSpec activate;
-    activate.argv = {"wmctrl"};
-    if (params.byClass) activate.argv.push_back("-x");
-    activate.argv.push_back(params.strict ? "-F" : "-a");
-    if (params.strict) activate.argv.push_back("-a");
-    activate.argv.push_back(params.windowName);
-    Result<ev::CommandOutput> output = runProcess(activate, run.target.display, 10);
+    const ev::CommandSpec activate = activateWindowCommand(run.target.desktop, params.windowName,
+                                                           params.byClass, params.strict);
+    Result<ev::CommandOutput> output = runProcess(activate, run.target.desktop, 10);
     IRIS_RETURN_IF_ERROR(output.status().withContext(run.where));
     return Status::ok();
 }

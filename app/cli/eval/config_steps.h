@@ -27,7 +27,7 @@ struct StepTarget {
     std::filesystem::path cacheDir;
     bool commands = false;  // --allow-commands and an isolated environment
     bool network = false;
-    std::string display;
+    DesktopProcesses desktop;  // how commands reach the private desktop
     const std::atomic<bool>* stop = nullptr;  // checked between steps and during sleeps
 };
 

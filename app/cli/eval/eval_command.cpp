@@ -28,6 +28,22 @@ namespace fs = std::filesystem;
 
 constexpr int kUsage = 2;
 
+constexpr OptionSpec kEnvOption = {
+    "env", "", true,
+    "where desktop tasks run: desktop:private (a private Xvfb, the default) or "
+    "desktop:private-wayland (a private headless sway)"};
+
+// --env: true for the private Wayland desktop; an error message for anything else.
+Result<bool> waylandDesktopFrom(const Arguments& args) {
+    const std::optional<std::string> env = args.value("env");
+    if (!env || *env == "desktop:private") return false;
+    if (*env == "desktop:private-wayland") return true;
+    return Status::invalidArgument(
+        "--env: expected desktop:private or desktop:private-wayland (where desktop tasks run; "
+        "browser tasks always get a browser page), got '" +
+        *env + "'");
+}
+
 std::vector<OptionSpec> runOptions() {
     std::vector<OptionSpec> options = {
         {"out", "o", true, "results folder (default ./eval-results); the same folder resumes"},
@@ -49,6 +65,7 @@ std::vector<OptionSpec> runOptions() {
         {"allow-commands", "", false,
          "run launch/execute steps and command getters (private desktop tasks only)"},
         {"allow-network", "", false, "allow http(s) downloads in task set-up"},
+        kEnvOption,
         {"shard", "", true,
          "K/N: run only shard K of N (balanced by estimated cost; merge with `iris eval merge`), "
          "or auto: K from JOB_COMPLETION_INDEX+1, N from IRIS_SHARD_COUNT"},
@@ -104,6 +121,7 @@ int runValidate(int argc, char** argv) {
     const std::vector<OptionSpec> specs = {
         {"allow-commands", "", false, "count launch/execute steps as runnable"},
         {"allow-network", "", false, "count http(s) downloads as runnable"},
+        kEnvOption,
         {"help", "h", false, "show this help"},
     };
     Result<Arguments> args = Arguments::parse(argc, argv, specs);
@@ -113,8 +131,10 @@ int runValidate(int argc, char** argv) {
         printHelp();
         return 0;
     }
+    const Result<bool> wayland = waylandDesktopFrom(*args);
+    if (!wayland) return usage(wayland.status().message());
     return eval::validateTasks(args->positional()[0], args->has("allow-commands"),
-                               args->has("allow-network"), std::cout);
+                               args->has("allow-network"), *wayland, std::cout);
 }
 
 int runRunCommand(int argc, char** argv) {
@@ -173,6 +193,9 @@ int runRunCommand(int argc, char** argv) {
     options.loopLimit = int(*loopLimit);
     options.allowCommands = args->has("allow-commands");
     options.allowNetwork = args->has("allow-network");
+    const Result<bool> wayland = waylandDesktopFrom(*args);
+    if (!wayland) return usage(wayland.status().message());
+    options.waylandDesktop = *wayland;
     if (std::optional<std::string> shard = args->value("shard")) {
         Result<eval::ShardSpec> spec = eval::resolveShard(*shard);
         if (!spec) return usage(spec.status().message());

@@ -32,13 +32,6 @@ QStringList argumentsOf(const ev::CommandSpec& command, QString& program) {
     return arguments;
 }
 
-QProcessEnvironment environmentFor(const std::string& display) {
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-    if (!display.empty())
-        environment.insert(QStringLiteral("DISPLAY"), QString::fromStdString(display));
-    return environment;
-}
-
 // A string as a JavaScript string literal (JSON's escaping, plus the two line separators JSON
 // allows raw but older JavaScript does not).
 std::string jsString(const std::string& text) {
@@ -73,13 +66,14 @@ Result<ev::PageTextBlocks> blocksFromScriptValue(const std::string& jsonText) {
 
 }  // namespace
 
-Result<ev::CommandOutput> runProcess(const ev::CommandSpec& command, const std::string& display,
-                                     double timeoutS) {
+Result<ev::CommandOutput> runProcess(const ev::CommandSpec& command,
+                                     const DesktopProcesses& desktop, double timeoutS) {
+    IRIS_RETURN_IF_ERROR(checkToolFits(command, desktop));
     QString program;
     const QStringList arguments = argumentsOf(command, program);
     if (program.isEmpty()) return Status::invalidArgument("an empty command");
     QProcess process;
-    process.setProcessEnvironment(environmentFor(display));
+    process.setProcessEnvironment(processEnvironment(desktop));
     process.start(program, arguments);
     if (!process.waitForStarted(10000))
         return Status::ioError("cannot start " + program.toStdString() + ": " +
@@ -98,12 +92,13 @@ Result<ev::CommandOutput> runProcess(const ev::CommandSpec& command, const std::
     return output;
 }
 
-Status startProcess(const ev::CommandSpec& command, const std::string& display) {
+Status startProcess(const ev::CommandSpec& command, const DesktopProcesses& desktop) {
+    IRIS_RETURN_IF_ERROR(checkToolFits(command, desktop));
     QString program;
     const QStringList arguments = argumentsOf(command, program);
     if (program.isEmpty()) return Status::invalidArgument("an empty command");
     QProcess process;
-    process.setProcessEnvironment(environmentFor(display));
+    process.setProcessEnvironment(processEnvironment(desktop));
     process.setProgram(program);
     process.setArguments(arguments);
     if (!process.startDetached()) return Status::ioError("cannot start " + program.toStdString());
@@ -127,7 +122,7 @@ Result<ev::CommandOutput> EnvironmentContext::runCommand(const ev::CommandSpec& 
         return Status::unsupported(
             "commands run only with --allow-commands in an isolated (private desktop) "
             "environment");
-    return runProcess(command, m_setup.display, 120);
+    return runProcess(command, m_setup.desktop, 120);
 }
 
 Result<nlohmann::json> EnvironmentContext::evaluateInPage(const std::string& script) {

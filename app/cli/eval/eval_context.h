@@ -11,6 +11,7 @@
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/environment.h"
 #include "agent/eval/evaluator.h"
+#include "app/cli/eval/desktop_processes.h"
 
 namespace iris::app::eval {
 
@@ -26,7 +27,7 @@ struct ContextSetup {
     int viewportHeight = 800;
     bool allowCommands = false;  // and the environment is isolated (a private desktop)
     bool allowNetwork = false;   // http(s) gold files (cloud_file)
-    std::string display;         // the private desktop's ":N", for commands
+    DesktopProcesses desktop;    // how commands reach the private desktop
 };
 
 class EnvironmentContext final : public agent::eval::EvaluationContext {
@@ -80,10 +81,10 @@ private:
 };
 
 // Runs a command (argv, or a string through /bin/sh -c when `shell`) and waits up to
-// `timeoutS` seconds; DISPLAY is set to `display` when it is not empty.
+// `timeoutS` seconds, on `desktop` (desktop_processes.h); an X11-only tool on Wayland is refused.
 Result<agent::eval::CommandOutput> runProcess(const agent::eval::CommandSpec& command,
-                                              const std::string& display, double timeoutS);
+                                              const DesktopProcesses& desktop, double timeoutS);
 // Starts a command without waiting.
-Status startProcess(const agent::eval::CommandSpec& command, const std::string& display);
+Status startProcess(const agent::eval::CommandSpec& command, const DesktopProcesses& desktop);
 
 }  // namespace iris::app::eval

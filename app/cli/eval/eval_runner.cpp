@@ -293,7 +293,8 @@ int runEvaluation(const EvalRunOptions& requested, std::ostream& out, std::ostre
                     interrupts);
 }
 
-int validateTasks(const fs::path& tasks, bool allowCommands, bool allowNetwork, std::ostream& out) {
+int validateTasks(const fs::path& tasks, bool allowCommands, bool allowNetwork, bool waylandDesktop,
+                  std::ostream& out) {
     EvalRunOptions options;
     options.tasks = tasks;
     Result<std::vector<TaskPlan>> plans = planTasks(options);
@@ -301,7 +302,8 @@ int validateTasks(const fs::path& tasks, bool allowCommands, bool allowNetwork, 
         out << "iris eval validate: " << plans.status().message() << '\n';
         return 3;
     }
-    const ev::Capabilities capabilities = capabilitiesOf(allowCommands, allowNetwork);
+    const ev::Capabilities capabilities =
+        capabilitiesOf(allowCommands, allowNetwork, waylandDesktop);
     int runnable = 0, unsupported = 0, malformed = 0;
     for (const TaskPlan& plan : *plans) {
         if (!plan.task) {

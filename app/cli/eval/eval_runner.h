@@ -48,6 +48,9 @@ struct EvalRunOptions {
     int repeat = 1;  // runs of every task, each in a fresh environment (eval_results.h: layout)
     bool allowCommands = false;
     bool allowNetwork = false;
+    // Desktop tasks run on a private headless sway (--env desktop:private-wayland) instead of a
+    // private Xvfb; their commands get that compositor's WAYLAND_DISPLAY (desktop_processes.h).
+    bool waylandDesktop = false;
     std::string shard;  // "K/N": run only shard K of N of the tasks (shards.h); empty: all
 };
 
@@ -57,9 +60,10 @@ struct EvalRunOptions {
 int runEvaluation(const EvalRunOptions& options, std::ostream& out, std::ostream& err,
                   InterruptWatcher* interrupts);
 
-// `iris eval validate`: one line per task (runnable or what stops it); returns 0 when every file
-// could be read, 1 when some were malformed.
+// `iris eval validate`: one line per task (runnable or what stops it; desktop tasks on the private
+// Xvfb, or sway with `waylandDesktop`); returns 0 when every file could be read, 1 when some were
+// malformed.
 int validateTasks(const std::filesystem::path& tasks, bool allowCommands, bool allowNetwork,
-                  std::ostream& out);
+                  bool waylandDesktop, std::ostream& out);
 
 }  // namespace iris::app::eval

@@ -13,6 +13,8 @@
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/browser/gui_thread_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
+#include "agent/env/wayland/sway_compositor.h"
+#include "agent/env/wayland/wayland_desktop_environment.h"
 #include "agent/eval/evaluator.h"
 #include "agent/recording/osworld_export.h"
 #include "agent/recording/redactor.h"
@@ -49,6 +51,20 @@ public:
     void cancel() override {}
     std::string describe() const override { return "idle (diagnostic: takes no action)"; }
 };
+
+// The folder of the running iris executable ({IRIS_APP_DIR}): programs built and installed with
+// Iris, such as the bundled desktop tasks' iris-sample-desktop, are found there.
+std::string irisAppDir() {
+    std::error_code fsError;
+    const fs::path self = fs::read_symlink("/proc/self/exe", fsError);
+    return fsError ? std::string() : self.parent_path().string();
+}
+
+Status resetEnvironment(agent::Environment& environment) {
+    if (Status reset = environment.reset(); !reset.isOk())
+        return Status::internal(environment.describe() + ": " + reset.message());
+    return Status::ok();
+}
 
 bool isFail(const agent::Action& action) {
     return std::holds_alternative<agent::Fail>(action);
@@ -121,7 +137,7 @@ struct TaskRunner::WorkFolder {
 struct TaskRunner::TaskEnvironment {
     std::unique_ptr<agent::Environment> environment;
     agent::GuiThreadEnvironment* browser = nullptr;  // inside `environment`; null on the desktop
-    std::string display;                             // the private desktop's, for commands
+    DesktopProcesses desktop;                        // how commands reach the desktop
 };
 
 // The agent's side of a task: what its loop is built from.
@@ -139,10 +155,12 @@ struct TaskRunner::LoopOutcome {
     std::string runaway;    // --loop-limit stopped the loop: what was repeated
 };
 
-agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork) {
+agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork,
+                                         bool waylandDesktop) {
     ev::Capabilities capabilities;
     capabilities.browser = true;
-    capabilities.desktop = !QStandardPaths::findExecutable(QStringLiteral("Xvfb")).isEmpty();
+    const QString server = waylandDesktop ? QStringLiteral("sway") : QStringLiteral("Xvfb");
+    capabilities.desktop = !QStandardPaths::findExecutable(server).isEmpty();
     capabilities.commands = allowCommands;
     capabilities.network = allowNetwork;
     return capabilities;
@@ -151,7 +169,8 @@ agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork) 
 TaskRunner::TaskRunner(const EvalRunOptions& options, QObject* guiAnchor)
     : m_options(options),
       m_anchor(guiAnchor),
-      m_capabilities(capabilitiesOf(options.allowCommands, options.allowNetwork)) {}
+      m_capabilities(
+          capabilitiesOf(options.allowCommands, options.allowNetwork, options.waylandDesktop)) {}
 
 void TaskRunner::stop() {
     m_stop = true;
@@ -191,35 +210,54 @@ Result<TaskRunner::WorkFolder> TaskRunner::makeWorkFolder(const ev::Task& task) 
     return folder;
 }
 
-Result<TaskRunner::TaskEnvironment> TaskRunner::openEnvironment(const ev::Task& task,
-                                                                const fs::path& projectDir) const {
+// A private desktop of the task's size, reset: Xvfb, or a headless sway with --env
+// desktop:private-wayland. Its display or socket is read after the reset, which replaces the
+// private server by a fresh one.
+Result<TaskRunner::TaskEnvironment> TaskRunner::openDesktop(const ev::Task& task) const {
     TaskEnvironment out;
-    if (task.iris.environment == ev::EnvironmentKind::Desktop) {
-        agent::DesktopOptions options;
-        options.privateDisplay = true;
+    if (m_options.waylandDesktop) {
+        agent::WaylandDesktopOptions options;
+        options.privateCompositor = true;
         options.width = task.iris.viewportWidth;
         options.height = task.iris.viewportHeight;
-        Result<std::unique_ptr<agent::DesktopEnvironment>> made =
-            agent::DesktopEnvironment::create(options);
+        Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> made =
+            agent::WaylandDesktopEnvironment::create(options);
         if (!made) return made.status();
-        out.display = (*made)->displayName();
+        IRIS_RETURN_IF_ERROR(resetEnvironment(**made));
+        out.desktop = DesktopProcesses::wayland((*made)->privateCompositor()->clientEnvironment());
         out.environment = std::move(*made);
-    } else {
-        agent::BrowserOptions options;
-        options.startUrl = task.iris.project.empty() ? std::string("about:blank")
-                                                     : fileUrl(projectDir / task.iris.startPage);
-        options.viewportWidth = task.iris.viewportWidth;
-        options.viewportHeight = task.iris.viewportHeight;
-        Result<std::unique_ptr<agent::BrowserEnvironment>> made =
-            Status::internal("the browser was not created");
-        IRIS_RETURN_IF_ERROR(onGui([&] { made = agent::BrowserEnvironment::create(options); }));
-        if (!made) return made.status();
-        auto wrapped = std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
-        out.browser = wrapped.get();
-        out.environment = std::move(wrapped);
+        return out;
     }
-    if (Status reset = out.environment->reset(); !reset.isOk())
-        return Status::internal(out.environment->describe() + ": " + reset.message());
+    agent::DesktopOptions options;
+    options.privateDisplay = true;
+    options.width = task.iris.viewportWidth;
+    options.height = task.iris.viewportHeight;
+    Result<std::unique_ptr<agent::DesktopEnvironment>> made =
+        agent::DesktopEnvironment::create(options);
+    if (!made) return made.status();
+    IRIS_RETURN_IF_ERROR(resetEnvironment(**made));
+    out.desktop = DesktopProcesses::x11((*made)->displayName());
+    out.environment = std::move(*made);
+    return out;
+}
+
+Result<TaskRunner::TaskEnvironment> TaskRunner::openEnvironment(const ev::Task& task,
+                                                                const fs::path& projectDir) const {
+    if (task.iris.environment == ev::EnvironmentKind::Desktop) return openDesktop(task);
+    agent::BrowserOptions options;
+    options.startUrl = task.iris.project.empty() ? std::string("about:blank")
+                                                 : fileUrl(projectDir / task.iris.startPage);
+    options.viewportWidth = task.iris.viewportWidth;
+    options.viewportHeight = task.iris.viewportHeight;
+    Result<std::unique_ptr<agent::BrowserEnvironment>> made =
+        Status::internal("the browser was not created");
+    IRIS_RETURN_IF_ERROR(onGui([&] { made = agent::BrowserEnvironment::create(options); }));
+    if (!made) return made.status();
+    TaskEnvironment out;
+    auto wrapped = std::make_unique<agent::GuiThreadEnvironment>(std::move(*made), m_anchor);
+    out.browser = wrapped.get();
+    out.environment = std::move(wrapped);
+    IRIS_RETURN_IF_ERROR(resetEnvironment(*out.environment));
     return out;
 }
 
@@ -354,14 +392,14 @@ void TaskRunner::judge(const ev::Task& task, const LoopOutcome& loop,
 }
 
 ContextSetup TaskRunner::contextSetup(const ev::Task& task, const WorkFolder& folder,
-                                      const std::string& display) const {
+                                      const DesktopProcesses& desktop) const {
     const int width = task.iris.viewportWidth;
     const int height = task.iris.viewportHeight;
     ContextSetup setup;
     setup.variables = {
         {"PROJECT_DIR", folder.projectDir.string()}, {"PROJECT_URL", fileUrl(folder.projectDir)},
         {"TASK_DIR", task.folder().string()},        {"SCREEN_WIDTH", std::to_string(width)},
-        {"SCREEN_HEIGHT", std::to_string(height)},
+        {"SCREEN_HEIGHT", std::to_string(height)},   {"IRIS_APP_DIR", irisAppDir()},
     };
     setup.runTempDir = folder.root.path();
     setup.cacheDir = folder.cacheDir;
@@ -371,7 +409,7 @@ ContextSetup TaskRunner::contextSetup(const ev::Task& task, const WorkFolder& fo
     setup.allowCommands =
         m_options.allowCommands && task.iris.environment == ev::EnvironmentKind::Desktop;
     setup.allowNetwork = m_options.allowNetwork;
-    setup.display = display;
+    setup.desktop = desktop;
     return setup;
 }
 
@@ -386,7 +424,7 @@ StepTarget TaskRunner::stepTarget(const ContextSetup& setup, const TaskEnvironme
     target.cacheDir = setup.cacheDir;
     target.commands = setup.allowCommands;
     target.network = setup.allowNetwork;
-    target.display = setup.display;
+    target.desktop = setup.desktop;
     target.stop = &m_stop;
     return target;
 }
@@ -407,9 +445,9 @@ agent::SessionInfo TaskRunner::sessionInfo(const TaskPlan& plan, const TaskAgent
         {"attempt", plan.attempt},
         {"task_id", task.id},
         {"domain", plan.domain},
-        {"env", task.iris.environment == ev::EnvironmentKind::Desktop
-                    ? "desktop:private"
-                    : "url:" + fileUrl(projectDir)},
+        {"env", task.iris.environment != ev::EnvironmentKind::Desktop ? "url:" + fileUrl(projectDir)
+                : m_options.waylandDesktop                            ? "desktop:private-wayland"
+                                                                      : "desktop:private"},
         {"viewport",
          std::to_string(task.iris.viewportWidth) + "x" + std::to_string(task.iris.viewportHeight)},
         {"max_steps", taskAgent.loop.maxSteps},
@@ -450,7 +488,7 @@ TaskResult TaskRunner::run(const TaskPlan& plan, agent::SessionStore& store) {
     if (!environment) return error(TaskStatus::Error, environment.status().message());
 
     // The set-up, in the environment that the evaluator later reads through the context.
-    const ContextSetup setup = contextSetup(task, *folder, environment->display);
+    const ContextSetup setup = contextSetup(task, *folder, environment->desktop);
     EnvironmentContext context(setup, *environment->environment, environment->browser,
                                [this](const std::function<void()>& work) { return onGui(work); });
     StepTarget target = stepTarget(setup, *environment, context);

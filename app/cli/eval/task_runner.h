@@ -23,9 +23,10 @@
 
 namespace iris::app::eval {
 
-// What tasks can use on this machine: the browser always, a desktop when Xvfb is installed,
-// commands and the network as the run allows.
-agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork);
+// What tasks can use on this machine: the browser always, a desktop when Xvfb (or, for
+// `waylandDesktop`, sway) is installed, commands and the network as the run allows.
+agent::eval::Capabilities capabilitiesOf(bool allowCommands, bool allowNetwork,
+                                         bool waylandDesktop = false);
 
 class TaskRunner final {
 public:
@@ -52,10 +53,11 @@ private:
 
     // The phases of run(), in order.
     static Result<WorkFolder> makeWorkFolder(const agent::eval::Task& task);
+    Result<TaskEnvironment> openDesktop(const agent::eval::Task& task) const;
     Result<TaskEnvironment> openEnvironment(const agent::eval::Task& task,
                                             const std::filesystem::path& projectDir) const;
     ContextSetup contextSetup(const agent::eval::Task& task, const WorkFolder& folder,
-                              const std::string& display) const;
+                              const DesktopProcesses& desktop) const;
     StepTarget stepTarget(const ContextSetup& setup, const TaskEnvironment& environment,
                           EnvironmentContext& context) const;
     Result<TaskAgent> makeAgent(const TaskPlan& plan, agent::ActionFormat format,

@@ -377,7 +377,7 @@ TEST(TaskCheck, ListsEverythingThatCannotRunHere) {
                              "d.json");
     ASSERT_TRUE(desktop);
     const std::string ds = checkTask(*desktop, Capabilities{}).summary();
-    EXPECT_NE(ds.find("iris.environment: a desktop task needs an X server"), std::string::npos)
+    EXPECT_NE(ds.find("iris.environment: a desktop task needs a private desktop"), std::string::npos)
         << ds;
     EXPECT_NE(ds.find("active_tab_info reads the browser"), std::string::npos) << ds;
 

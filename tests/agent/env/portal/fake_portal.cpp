@@ -1,10 +1,15 @@
 // A stand-in for xdg-desktop-portal on a private session bus, for portal_client_test.cpp. It
-// owns org.freedesktop.portal.Desktop and answers the RemoteDesktop and ScreenCast calls the
-// way the portal documents them: a request object path, then a Response signal on it. It
+// owns org.freedesktop.portal.Desktop and answers the RemoteDesktop, ScreenCast and
+// GlobalShortcuts calls the way the portal documents them: a request object path, then a
+// Response signal on it. BindShortcuts binds each shortcut to its preferred trigger. It
 // counts consent dialogs, issues restore tokens and honours them, and records every input call
 // as a line of text. The test steers it through org.iris.test.FakePortal on the same object:
 //   SetRefuse(b)                the next Start answers response 1 (the user said no)
 //   SetRemoteDesktopVersion(u)  0: no RemoteDesktop interface at all
+//   SetGlobalShortcutsVersion(u) 0: no GlobalShortcuts interface
+//   SetRefuseShortcuts(b)       BindShortcuts answers response 1 (the person declined)
+//   ActivateShortcut(s)         the person pressed that shortcut (GlobalShortcuts.Activated)
+//   LastBoundShortcuts() -> s   "id: description (preferred_trigger)" of the last BindShortcuts
 //   SetStreamNode(u, i, i)      the PipeWire node Start hands out (a test producer's) and its
 //                               logical width and height
 //   CloseSession()              the desktop ends the session (Session.Closed)
@@ -41,11 +46,30 @@ struct Stream {
     uint nodeId = 0;
     QVariantMap properties;
 };
+// One entry of BindShortcuts' a(sa{sv}).
+struct Shortcut {
+    QString id;
+    QVariantMap properties;
+};
 
 }  // namespace
 
 Q_DECLARE_METATYPE(IntPair)
 Q_DECLARE_METATYPE(Stream)
+Q_DECLARE_METATYPE(Shortcut)
+
+QDBusArgument& operator<<(QDBusArgument& out, const Shortcut& s) {
+    out.beginStructure();
+    out << s.id << s.properties;
+    out.endStructure();
+    return out;
+}
+const QDBusArgument& operator>>(const QDBusArgument& in, Shortcut& s) {
+    in.beginStructure();
+    in >> s.id >> s.properties;
+    in.endStructure();
+    return in;
+}
 
 QDBusArgument& operator<<(QDBusArgument& out, const IntPair& p) {
     out.beginStructure();
@@ -100,6 +124,11 @@ public:
             m_remoteDesktopVersion == 0) {
             return error(message, "org.freedesktop.DBus.Error.UnknownMethod", "no RemoteDesktop");
         }
+        if (interface == QLatin1String("org.freedesktop.portal.GlobalShortcuts") &&
+            m_globalShortcutsVersion == 0) {
+            return error(message, "org.freedesktop.DBus.Error.UnknownMethod", "no GlobalShortcuts");
+        }
+        if (member == QLatin1String("BindShortcuts")) return bindShortcuts(message);
         if (member.startsWith(QLatin1String("Notify"))) return input(message);
         if (member == QLatin1String("CreateSession")) return createSession(message);
         if (member == QLatin1String("SelectDevices")) {
@@ -176,6 +205,10 @@ private:
             m_remoteDesktopVersion > 0 && name == QLatin1String("version")) {
             return reply(message, {QVariant::fromValue(QDBusVariant(m_remoteDesktopVersion))});
         }
+        if (interface == QLatin1String("org.freedesktop.portal.GlobalShortcuts") &&
+            m_globalShortcutsVersion > 0 && name == QLatin1String("version")) {
+            return reply(message, {QVariant::fromValue(QDBusVariant(m_globalShortcutsVersion))});
+        }
         return error(message, "org.freedesktop.DBus.Error.InvalidArgs",
                      "No such interface or property: " + interface + "." + name);
     }
@@ -207,6 +240,23 @@ private:
         return answer(message, 0, results);
     }
 
+    // Binds every shortcut to its preferred trigger, as a desktop whose person accepts them.
+    bool bindShortcuts(const QDBusMessage& message) {
+        if (m_refuseShortcuts) return answer(message, 1, {});
+        QList<Shortcut> shortcuts;
+        message.arguments().value(1).value<QDBusArgument>() >> shortcuts;
+        QStringList described;
+        for (Shortcut& shortcut : shortcuts) {
+            const QString trigger = shortcut.properties.value("preferred_trigger").toString();
+            described << shortcut.id + ": " + shortcut.properties.value("description").toString() +
+                             " (" + trigger + ")";
+            shortcut.properties = {{"description", shortcut.properties.value("description")},
+                                   {"trigger_description", trigger}};
+        }
+        m_boundShortcuts = described.join(QStringLiteral("; "));
+        return answer(message, 0, {{"shortcuts", QVariant::fromValue(shortcuts)}});
+    }
+
     bool input(const QDBusMessage& message) {
         const QList<QVariant> a = message.arguments();
         if (!m_sessionOpen || a.value(0).value<QDBusObjectPath>().path() != m_session) {
@@ -225,6 +275,17 @@ private:
         if (member == QLatin1String("SetRefuse")) m_refuse = first.toBool();
         if (member == QLatin1String("SetRemoteDesktopVersion"))
             m_remoteDesktopVersion = first.toUInt();
+        if (member == QLatin1String("SetGlobalShortcutsVersion"))
+            m_globalShortcutsVersion = first.toUInt();
+        if (member == QLatin1String("SetRefuseShortcuts")) m_refuseShortcuts = first.toBool();
+        if (member == QLatin1String("LastBoundShortcuts")) return reply(message, {m_boundShortcuts});
+        if (member == QLatin1String("ActivateShortcut")) {
+            QDBusMessage activated = QDBusMessage::createTargetedSignal(
+                m_client, kRoot, "org.freedesktop.portal.GlobalShortcuts", "Activated");
+            activated << QVariant::fromValue(QDBusObjectPath(m_session)) << first.toString()
+                      << qulonglong(1) << QVariantMap();
+            m_bus.send(activated);
+        }
         if (member == QLatin1String("SetStreamNode")) {
             m_streamNode = first.toUInt();
             m_width = message.arguments().value(1).toInt();
@@ -245,6 +306,9 @@ private:
 
     QDBusConnection m_bus;
     uint m_remoteDesktopVersion = 2;
+    uint m_globalShortcutsVersion = 1;
+    bool m_refuseShortcuts = false;
+    QString m_boundShortcuts;
     uint m_streamNode = 42;  // the one monitor's PipeWire node and logical size
     int m_width = 1280;
     int m_height = 800;
@@ -265,6 +329,8 @@ int main(int argc, char** argv) {
     qDBusRegisterMetaType<IntPair>();
     qDBusRegisterMetaType<Stream>();
     qDBusRegisterMetaType<QList<Stream>>();
+    qDBusRegisterMetaType<Shortcut>();
+    qDBusRegisterMetaType<QList<Shortcut>>();
     QDBusConnection bus = QDBusConnection::sessionBus();
     FakePortal portal(bus);
     if (!bus.registerVirtualObject(kRoot, &portal, QDBusConnection::SubPath) ||

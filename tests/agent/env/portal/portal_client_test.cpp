@@ -4,6 +4,7 @@
 #include "agent/env/portal/portal_client.h"
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 
@@ -24,6 +25,7 @@
 
 #include "agent/env/portal/pipewire_capture.h"
 #include "agent/env/portal/portal_environment.h"
+#include "agent/env/portal/portal_global_shortcut.h"
 #include "agent/env/portal/portal_input.h"
 
 namespace iris::agent {
@@ -227,6 +229,62 @@ TEST_F(PortalClientTest, MissingOrOldRemoteDesktopSaysSo) {
     EXPECT_NE(started.message().find("version 1, Iris needs version 2"), std::string::npos)
         << started.message();
     EXPECT_EQ(dialogCount(), 0U);  // it stopped before asking the user
+}
+
+// Runs the event loop (the shortcut's handshake is asynchronous) until `done` or kStartMs.
+bool spinUntil(const std::function<bool()>& done) {
+    for (int waited = 0; waited < kStartMs && !done(); waited += 10) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+        QThread::msleep(10);
+    }
+    return done();
+}
+
+const GlobalShortcutRequest kStopShortcut{QStringLiteral("stop"),
+                                          QStringLiteral("Stop the Iris agent"),
+                                          QStringLiteral("CTRL+ALT+period")};
+
+TEST_F(PortalClientTest, GlobalShortcutIsBoundAndSignalsOnlyItsOwnPresses) {
+    startFake();
+    PortalGlobalShortcut shortcut(*m_bus, kStopShortcut);
+    int presses = 0;
+    QObject::connect(&shortcut, &PortalGlobalShortcut::activated, [&] { ++presses; });
+    ASSERT_TRUE(shortcut.bind().isOk());
+    ASSERT_TRUE(spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
+    ASSERT_EQ(shortcut.state(), PortalGlobalShortcut::State::Bound)
+        << qPrintable(shortcut.failure());
+    EXPECT_EQ(shortcut.trigger(), QStringLiteral("CTRL+ALT+period"));
+    EXPECT_EQ(control("LastBoundShortcuts").arguments().value(0).toString(),
+              QStringLiteral("stop: Stop the Iris agent (CTRL+ALT+period)"));
+    control("ActivateShortcut", {QStringLiteral("another")});  // some other client's
+    control("ActivateShortcut", {QStringLiteral("stop")});
+    ASSERT_TRUE(spinUntil([&] { return presses > 0; }));
+    control("ActivateShortcut", {QStringLiteral("stop")});
+    ASSERT_TRUE(spinUntil([&] { return presses > 1; }));
+    EXPECT_EQ(presses, 2);
+}
+
+TEST_F(PortalClientTest, GlobalShortcutsMissingOrDeclinedSaySo) {
+    {
+        PortalGlobalShortcut shortcut(*m_bus, kStopShortcut);  // no fake on this bus
+        EXPECT_EQ(shortcut.bind().code(), StatusCode::Unavailable);
+    }
+    startFake();
+    control("SetGlobalShortcutsVersion", {0U});
+    {
+        PortalGlobalShortcut shortcut(*m_bus, kStopShortcut);
+        Status bound = shortcut.bind();
+        EXPECT_EQ(bound.code(), StatusCode::Unsupported);
+        EXPECT_NE(bound.message().find("has no GlobalShortcuts interface"), std::string::npos)
+            << bound.message();
+    }
+    control("SetGlobalShortcutsVersion", {1U});
+    control("SetRefuseShortcuts", {true});
+    PortalGlobalShortcut shortcut(*m_bus, kStopShortcut);
+    ASSERT_TRUE(shortcut.bind().isOk());
+    ASSERT_TRUE(spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
+    EXPECT_EQ(shortcut.state(), PortalGlobalShortcut::State::Failed);
+    EXPECT_TRUE(shortcut.failure().contains(QStringLiteral("declined"))) << qPrintable(shortcut.failure());
 }
 
 TEST_F(PortalClientTest, SessionClosedByTheDesktopFailsTheNextStep) {

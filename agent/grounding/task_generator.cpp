@@ -201,7 +201,11 @@ constexpr std::string_view kRecorder = R"JS(<script>
   document.addEventListener('submit', e => e.preventDefault(), true);
   window.__irisProbe = id => {
     const el = document.querySelector('[data-iris-id="' + id + '"]');
-    const r = el ? el.getBoundingClientRect() : null;
+    // A link wrapped over two lines has a bounding box whose centre lies between its two
+    // fragments, on no text: measure its largest fragment instead (one rect for blocks).
+    let r = null;
+    for (const f of el ? el.getClientRects() : [])
+      if (!r || f.width * f.height > r.width * r.height) r = f;
     const a = document.activeElement;
     return {box: r ? {left: r.left, top: r.top, width: r.width, height: r.height} : null,
             focus: a && a.dataset && a.dataset.irisId ? a.dataset.irisId : '',

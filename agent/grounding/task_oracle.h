@@ -4,8 +4,9 @@
 // again, so scrolls and focus follow the rendered page rather than the generator's guesses.
 // Answers are UI-TARS-1.5 calls as agent/actions/uitars_parser.cpp reads them, with points in
 // the pixels of the image the model is shown (AnswerFrame::image); the click point is the centre
-// of the control's box as the browser measured it (getBoundingClientRect), rounded to the
-// image's pixel grid and moved by a pixel where rounding would leave the box.
+// of the control's box as the browser measured it (its largest client rect, since a link wrapped
+// over two lines has a bounding box whose centre is on neither line), rounded to the image's
+// pixel grid and moved by a pixel where rounding would leave the box.
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 
 import numpy as np
@@ -77,11 +78,15 @@ class Encoded:
         return rows, self.ids[self.prompt_length:]
 
 
-def example_loss(m, example, image_id):
+def example_loss(m, example, image_id, is_digit):
+    """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits)."""
     patches, grid = example.patches()
     rows, targets = example.targets()
     logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows)
-    return F.cross_entropy(logits, targets, reduction="sum"), len(targets)
+    per_token = F.cross_entropy(logits, targets, reduction="none")
+    digits = is_digit[targets]
+    return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
+            int(digits.sum()))
 
 
 def learning_rate(step, steps, peak, warmup):
@@ -104,6 +109,20 @@ def greedy_answer(m, example, vocab, max_tokens=40):
             break
         out.append(nxt)
     return vocab.decode(out)
+
+
+POINT = re.compile(r"^(\w+)\(start_box='\((\d+),(\d+)\)'\)$")
+
+
+def answer_hits(row, got):
+    """Whether an answer does what the step asks: a click inside the target's box (what
+    `iris eval run` scores), any other action exactly as written."""
+    want, point = POINT.match(row["answer"]), POINT.match(got)
+    if not want or not row.get("target_box") or not point:
+        return got == row["answer"]
+    x0, y0, x1, y1 = row["target_box"]
+    return (point.group(1) == want.group(1) and x0 <= int(point.group(2)) <= x1
+            and y0 <= int(point.group(3)) <= y1)
 
 
 def plot_losses(losses, path):
@@ -146,6 +165,11 @@ def main():
     parser.add_argument("--eval", type=int, default=20, help="held-out examples to decode")
     parser.add_argument("--export-type", default="f16", choices=["f32", "f16", "bf16", "q8_0"])
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--done-weight", type=float, default=0.25,
+                        help="sampling weight of 'finished()' steps (easy; the rest weigh 1), "
+                             "so most of the compute goes to grounding")
+    parser.add_argument("--held", help="a dataset folder (its heldout split) to decode at the end "
+                                       "instead of DATA's held-out rows")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -159,6 +183,8 @@ def main():
         with open(args.config, encoding="utf-8") as f:
             config = tiny.Config.from_json(f.read())
     train_rows, held_rows = load_examples(args.data)
+    if args.held:
+        held_rows = load_examples(args.held)[1]
     check_image_sizes(train_rows + held_rows, config)
     checkpoint_path = os.path.join(args.out, "checkpoint.pt")
     state = torch.load(checkpoint_path) if args.resume else None
@@ -183,7 +209,9 @@ def main():
         step, losses = state["step"], state["losses"]
 
     examples = [Encoded(r, vocab, args.data) for r in train_rows]
-    held = [Encoded(r, vocab, args.data) for r in held_rows[:args.eval]]
+    held = [Encoded(r, vocab, args.held or args.data) for r in held_rows[:args.eval]]
+    is_digit = torch.tensor([vocab.decode([i]).isdigit() for i in range(len(vocab))])
+    weights = [args.done_weight if e.row.get("kind") == "done" else 1.0 for e in examples]
     image_id = vocab.token_id("<|image_pad|>")
     tower, decoder = tiny.count_parameters(config)
     print(f"{len(examples)} training examples, {len(held_rows)} held out; vocabulary "
@@ -197,20 +225,22 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad()
-        total, count = 0.0, 0
-        for example in order.choices(examples, k=args.batch):
-            loss, n = example_loss(m, example, image_id)
+        total, count, digit_total, digit_count = 0.0, 0, 0.0, 0
+        for example in order.choices(examples, weights=weights, k=args.batch):
+            loss, n, digit_loss, digits = example_loss(m, example, image_id, is_digit)
             (loss / args.batch).backward()
             total, count = total + float(loss), count + n
+            digit_total, digit_count = digit_total + digit_loss, digit_count + digits
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         optimizer.step()
         step += 1
         losses.append(total / count)
-        log.write(json.dumps({"step": step, "loss": losses[-1], "lr": lr,
+        digit_loss = digit_total / digit_count if digit_count else None
+        log.write(json.dumps({"step": step, "loss": losses[-1], "digit_loss": digit_loss, "lr": lr,
                               "seconds": round(time.time() - train_started, 1)}) + "\n")
         log.flush()
         if step % 10 == 0:
-            print(f"step {step}: loss {losses[-1]:.4f} lr {lr:.2e} "
+            print(f"step {step}: loss {losses[-1]:.4f} digits {digit_loss or 0:.4f} lr {lr:.2e} "
                   f"{time.time() - train_started:.0f} s", flush=True)
         if step % args.checkpoint_every == 0:
             save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
@@ -223,6 +253,7 @@ def main():
     m.eval()
     answers = [(e.row["answer"], greedy_answer(m, e, vocab)) for e in held]
     exact = sum(want == got for want, got in answers)
+    hits = sum(answer_hits(e.row, got) for e, (_, got) in zip(held, answers))
     model_path, mmproj_path = export.export(m, vocab, os.path.join(args.out, "gguf"),
                                             args.export_type)
     record = {
@@ -235,14 +266,15 @@ def main():
         "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),
         "first_loss": losses[0] if losses else None,
         "last_loss": float(np.mean(losses[-10:])) if losses else None,
-        "held_out_exact": f"{exact}/{len(answers)}", "held_out_samples": answers[:5],
+        "held_out_exact": f"{exact}/{len(answers)}", "held_out_hits": f"{hits}/{len(answers)}",
+        "held_out_samples": answers[:5],
         "files": {p: os.path.getsize(p) for p in (model_path, mmproj_path)},
     }
     with open(os.path.join(args.out, "run.json"), "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
     print(json.dumps({k: record[k] for k in ("steps", "train_seconds", "effective_gflops",
                                              "first_loss", "last_loss",
-                                             "held_out_exact", "files")}, indent=1))
+                                             "held_out_exact", "held_out_hits", "files")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ Result<ModelFiles> resolveModelOption(const std::string& value) {
     // A missing catalogue only loses the defaults: the pulled files still run.
     Result<models::Catalogue> catalogue =
         models::loadCatalogue(dataDirectory() / "models" / "catalogue.json");
+    if (const models::CatalogueEntry* entry = catalogue ? catalogue->find(value) : nullptr;
+        entry && entry->bundled) {
+        Result<models::BundledFiles> bundled =
+            models::bundledModelFiles(*entry, dataDirectory() / "models");
+        if (!bundled) return bundled.status().withContext("--model " + value + ": ");
+        files.model = bundled->model;
+        files.mmproj = bundled->mmproj;
+        files.name = value;
+        files.entry = *entry;
+        return files;
+    }
     const models::ModelStore store(models::defaultModelsDirectory());
     Result<models::PulledModel> pulled =
         models::findPulledModel(store, catalogue ? *catalogue : models::Catalogue{}, value);

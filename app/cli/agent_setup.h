@@ -4,8 +4,8 @@
 // ModelChoice and database path.
 #include <filesystem>
 #include <memory>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,14 +22,15 @@ namespace iris::app {
 // when the catalogue (resources/models/catalogue.json) knows it, how to drive it.
 struct ModelFiles {
     std::filesystem::path model;
-    std::filesystem::path mmproj;  // the pulled projector; empty for a file or a text model
+    std::filesystem::path mmproj;  // the pulled or bundled projector; empty for a file or text
     std::string name;              // the name as given, or the file's stem
     bool pulled = false;           // found in the store by name
     std::optional<models::CatalogueEntry> entry;
 };
 
-// A value that is an existing file or ends in .gguf is a file; anything else a name, looked up
-// in the store (NotFound says how to pull it).
+// A value that is an existing file or ends in .gguf is a file; a bundled catalogue model's name
+// means its installed files; anything else a name, looked up in the store (NotFound says how to
+// pull it).
 Result<ModelFiles> resolveModelOption(const std::string& value);
 
 // --model, --mmproj, --endpoint, --model-name, --api-key-env, --threads, --ctx-size, --kv-disk-gb,

@@ -22,8 +22,10 @@ int runVersion(int /*argc*/, char** /*argv*/) {
 
 constexpr std::array kSubcommands = {
     Subcommand{"gui", "open the Iris window (the default when no subcommand is given)", nullptr},
-    Subcommand{"demo", "the visual-feedback loop on a bundled web project (no model needed)",
-               runDemo},
+    Subcommand{
+        "demo",
+        "a bundled web project's visual-feedback loop (no model needed); --live: the bundled model",
+        runDemo},
     Subcommand{"run", "let a model carry out a task in a browser page or on the desktop", runRun},
     Subcommand{"sessions", "list the recorded agent sessions", runSessions},
     Subcommand{"replay", "re-run a recorded session and compare, or fork it from a step",

@@ -236,9 +236,14 @@ int runModelsList(int argc, char** argv) {
             for (const Manifest& m : *pulled)
                 have = have || m.name == entry.name;
             std::cout << padded(entry.name, 18) << padded(entry.actionFormat, 8)
-                      << padded(have ? "yes" : "no", 8) << entry.repo
-                      << (entry.verified ? "" : " (unverified)") << "\n    " << entry.description
-                      << '\n';
+                      << padded(entry.bundled ? "bundled"
+                                : have        ? "yes"
+                                              : "no",
+                                8)
+                      << (entry.bundled    ? "(installed with Iris)"
+                          : entry.verified ? entry.repo
+                                           : entry.repo + " (unverified)")
+                      << "\n    " << entry.description << '\n';
         }
         return kOk;
     }

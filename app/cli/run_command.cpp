@@ -1,5 +1,6 @@
 // iris run --instruction TEXT | --task FILE.json  --env web:DIR|url:URL|desktop[:private]
-//          [--target IMAGE] (--model F.gguf|NAME | --endpoint URL) [--action-format F] [--max-steps N]
+//          [--target IMAGE] (--model F.gguf|NAME | --endpoint URL) [--action-format F] [--max-steps
+//          N]
 #include <fstream>
 #include <iostream>
 
@@ -30,7 +31,8 @@ std::vector<OptionSpec> runOptions() {
         actionFormatOption(),
         coordinateFrameOption(),
         {"max-steps", "", true, "model calls at most (default 15)"},
-        {"history", "", true, "screenshots kept in the prompt (default 3)"},
+        {"history", "", true,
+         "screenshots kept in the prompt (default: the catalogue model's, else 3)"},
         {"viewport", "", true, "browser viewport or private display size (default 1280x800)"},
         {"patience", "", true, "visual mode: edits without improvement before giving up (3)"},
         {"good-enough", "", true, "visual mode: stop once the score reaches this (0.99)"},
@@ -146,7 +148,8 @@ int runRun(int argc, char** argv) {
     }
 
     const Result<std::int64_t> maxSteps = args->integer("max-steps", 15);
-    const Result<std::int64_t> history = args->integer("history", 3);
+    const Result<std::int64_t> history =
+        args->integer("history", entry && entry->history > 0 ? entry->history : 3);
     const Result<std::int64_t> patience = args->integer("patience", 3);
     const Result<double> goodEnough = args->number("good-enough", 0.99);
     const Result<double> pause = args->number("pause-ms", 0);

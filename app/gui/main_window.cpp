@@ -33,17 +33,18 @@
 #include "agent/recording/session_store.h"
 #include "agent/visual/visual_diff.h"
 #include "app/gui/agent_panel.h"
-#include "app/gui/grounding_dialog.h"
 #include "app/gui/agent_runner.h"
+#include "app/gui/grounding_dialog.h"
 #include "app/gui/session_library.h"
 #include "app/gui/session_viewer.h"
 #include "app/gui/settings_dialog.h"
 #include "app/session/engine_sharing.h"
+#include "app/session/live_demo.h"
 #include "app/session/model_choice.h"
 #include "app/version.h"
+#include "base/temporary_folder.h"
 #include "kernels/cpu_features.h"
 #include "kernels/cuda_info.h"
-#include "base/temporary_folder.h"
 
 namespace iris::app {
 namespace {
@@ -165,6 +166,8 @@ void MainWindow::createMenus() {
     });
     QAction* demo = fileMenu->addAction(tr("Run the &Demo"));
     connect(demo, &QAction::triggered, this, &MainWindow::runDemo);
+    QAction* tryModel = fileMenu->addAction(tr("&Try the Bundled Model"));
+    connect(tryModel, &QAction::triggered, this, &MainWindow::tryBundledModel);
     fileMenu->addSeparator();
     QAction* settings = fileMenu->addAction(tr("&Settings..."));
     settings->setShortcut(QKeySequence::Preferences);
@@ -207,7 +210,8 @@ void MainWindow::createCentralArea() {
     m_liveView =
         new QLabel(tr("No session running.\n"
                       "The agent's browser page appears here while it works.\n"
-                      "File \u25b8 Run the Demo shows the visual-feedback loop."));
+                      "File \u25b8 Run the Demo shows the visual-feedback loop;\n"
+                      "File \u25b8 Try the Bundled Model runs Iris's own small model."));
     m_liveView->setObjectName(QStringLiteral("liveView"));
     m_liveView->setAlignment(Qt::AlignCenter);
     m_liveView->setMinimumSize(640, 400);
@@ -336,6 +340,21 @@ void MainWindow::runDemo() {
     onStartRequested(m_agentPanel->instruction(), m_agentPanel->targetPath());
 }
 
+void MainWindow::tryBundledModel() {
+    if (m_runner->isRunning() || m_loadingBar->isVisible()) return;
+    Result<LiveDemo> demo = prepareLiveDemo(kLiveDemoTask);
+    Result<SessionPlan> plan = demo ? makeLiveDemoPlan(*demo) : Result<SessionPlan>(demo.status());
+    if (!plan)
+        return showError(tr("Bundled Model"), QString::fromStdString(plan.status().message()));
+    m_demo.reset();
+    plan->database = m_settings.databasePath.toStdString();
+    m_agentPanel->setInstruction(QString::fromStdString(plan->loop.instruction));
+    auto shared = std::make_shared<SessionPlan>(std::move(*plan));
+    withModelClient(demo->model, [this, shared](std::unique_ptr<agent::ModelClient> client) {
+        startSession(std::move(*shared), std::move(client));
+    });
+}
+
 void MainWindow::onStartRequested(const QString& instruction, const QString& targetPath) {
     // A model still loading will start its session: a second start would load it again.
     if (m_runner->isRunning() || m_loadingBar->isVisible()) return;
@@ -416,7 +435,8 @@ void MainWindow::withModelClient(const ModelChoice& choice, ClientStart start) {
         return start(std::move(*client));
     }
     // Loading a model takes seconds: on a thread, then back here.
-    statusBar()->showMessage(tr("Loading %1...").arg(m_settings.modelPath));
+    statusBar()->showMessage(
+        tr("Loading %1...").arg(QString::fromStdString(choice.modelPath.string())));
     m_loadingBar->setValue(0);
     m_loadingBar->show();
     m_startAction->setEnabled(false);
@@ -467,8 +487,10 @@ void MainWindow::replaySession(qint64 session, int fromStep) {
     plan->database = m_settings.databasePath.toStdString();
     if (plan->environment.kind == EnvironmentSpec::Kind::WebProject) {
         Result<fs::path> folder = makeTemporaryFolder("iris-replay");
-        if (!folder) return showError(tr("Replay"), QString::fromStdString(folder.status().message()));
-        if (Status restored = restoreProjectFiles(recording->config, folder->string()); !restored.isOk())
+        if (!folder)
+            return showError(tr("Replay"), QString::fromStdString(folder.status().message()));
+        if (Status restored = restoreProjectFiles(recording->config, folder->string());
+            !restored.isOk())
             return showError(tr("Replay"), QString::fromStdString(restored.message()));
         plan->environment.location = folder->string();
     }

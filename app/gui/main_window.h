@@ -50,6 +50,9 @@ public:
     // Prepares the bundled demo (a fresh copy of the page, its mockup as the target) and runs it:
     // with the configured model, or the scripted demonstration when none is configured.
     void runDemo();
+    // Runs the model bundled with Iris (iris-tiny-cua) on a bundled grounding task: its page in
+    // the live view, real model output, nothing to configure (app/session/live_demo.h).
+    void tryBundledModel();
     // Opens a recorded session of the library's database in the viewer.
     void openSession(qint64 session);
 

@@ -31,10 +31,9 @@ QString qs(const std::string& text) {
 ModelsPanel::ModelsPanel(ModelsPanelOptions options, QWidget* parent)
     : QWidget(parent), m_options(std::move(options)), m_store(m_options.storeDirectory) {
     setObjectName(QStringLiteral("modelsPanel"));
-    const std::filesystem::path cataloguePath = m_options.cataloguePath.empty()
-                                                    ? dataDirectory() / "models" / "catalogue.json"
-                                                    : m_options.cataloguePath;
-    if (Result<models::Catalogue> catalogue = models::loadCatalogue(cataloguePath))
+    if (m_options.cataloguePath.empty())
+        m_options.cataloguePath = dataDirectory() / "models" / "catalogue.json";
+    if (Result<models::Catalogue> catalogue = models::loadCatalogue(m_options.cataloguePath))
         m_catalogue = *catalogue;
 
     m_list = new QTreeWidget;
@@ -117,10 +116,11 @@ void ModelsPanel::refresh() {
         auto* item = new QTreeWidgetItem(m_list);
         item->setText(Name, qs(entry.name));
         item->setText(Quant, qs(entry.defaultQuant));
-        item->setText(State, tr("in the catalogue"));
-        item->setToolTip(Name, qs(entry.description + " (" + entry.repo + ")"));
+        item->setText(State, entry.bundled ? tr("bundled with Iris") : tr("in the catalogue"));
+        item->setToolTip(Name, qs(entry.description +
+                                  (entry.bundled ? std::string() : " (" + entry.repo + ")")));
         item->setData(Name, kModelRole, qs(entry.name));
-        item->setData(Name, kPulledRole, false);
+        item->setData(Name, kPulledRole, entry.bundled);  // usable as it is
     }
     selectionChanged();
 }
@@ -136,8 +136,17 @@ void ModelsPanel::selectionChanged() {
 void ModelsPanel::useSelected() {
     const QList<QTreeWidgetItem*> selected = m_list->selectedItems();
     if (selected.isEmpty() || !selected.front()->data(Name, kPulledRole).toBool()) return;
-    Result<models::PulledModel> model = models::findPulledModel(
-        m_store, m_catalogue, selected.front()->data(Name, kModelRole).toString().toStdString());
+    const std::string name = selected.front()->data(Name, kModelRole).toString().toStdString();
+    if (const models::CatalogueEntry* entry = m_catalogue.find(name); entry && entry->bundled) {
+        Result<models::BundledFiles> files =
+            models::bundledModelFiles(*entry, m_options.cataloguePath.parent_path());
+        if (!files) return m_status->setText(qs(files.status().message()));
+        m_status->setText(tr("Using %1").arg(qs(name)));
+        Q_EMIT modelChosen(qs(files->model.string()), qs(files->mmproj.string()),
+                           qs(entry->actionFormat));
+        return;
+    }
+    Result<models::PulledModel> model = models::findPulledModel(m_store, m_catalogue, name);
     if (!model) {
         m_status->setText(qs(model.status().message()));
         return;

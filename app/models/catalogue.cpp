@@ -59,9 +59,13 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
         std::string where = source + ": models[" + std::to_string(i) + "]";
         if (!item.is_object()) return Status::corrupt(where + ": expected an object");
         CatalogueEntry entry;
+        const auto bundled = item.find("bundled");
+        if (bundled != item.end() && !bundled->is_boolean())
+            return Status::corrupt(where + ": field 'bundled': expected true or false");
+        entry.bundled = bundled != item.end() && bundled->get<bool>();
         for (const auto& [key, target, required] : {std::tuple{"name", &entry.name, true},
                                                     {"description", &entry.description, true},
-                                                    {"repo", &entry.repo, true},
+                                                    {"repo", &entry.repo, !entry.bundled},
                                                     {"default_quant", &entry.defaultQuant, true},
                                                     {"mmproj", &entry.mmproj, true},
                                                     {"action_format", &entry.actionFormat, true},
@@ -79,14 +83,16 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
         }
         if (!names.insert(entry.name).second)
             return Status::corrupt(where + ": field 'name': a second entry of that name");
-        if (std::count(entry.repo.begin(), entry.repo.end(), '/') != 1 ||
-            !isValidModelName(entry.repo)) {
+        if (entry.bundled && !entry.repo.empty())
+            return Status::corrupt(where + ": field 'repo': a bundled model has none");
+        if (!entry.bundled && (std::count(entry.repo.begin(), entry.repo.end(), '/') != 1 ||
+                               !isValidModelName(entry.repo))) {
             return Status::corrupt(where + ": field 'repo': expected user/repo");
         }
         const auto verified = item.find("verified");
-        if (verified == item.end() || !verified->is_boolean())
+        if (!entry.bundled && (verified == item.end() || !verified->is_boolean()))
             return Status::corrupt(where + ": field 'verified': expected true or false");
-        entry.verified = verified->get<bool>();
+        entry.verified = !entry.bundled && verified->get<bool>();
         const auto files = item.find("files");
         if (files == item.end() || !files->is_object() || files->empty())
             return Status::corrupt(where + ": field 'files': expected {\"QUANT\": \"file.gguf\"}");
@@ -121,9 +127,30 @@ Result<Catalogue> parseCatalogue(std::string_view json, const std::string& sourc
             return Status::corrupt(
                 where + ": field 'max_pixels': expected a pixel count (0: the projector's)");
         entry.maxPixels = pixels->get<std::int64_t>();
+        if (const auto history = item.find("history"); history != item.end()) {
+            if (!history->is_number_integer() || history->get<std::int64_t>() < 1 ||
+                history->get<std::int64_t>() > 100)
+                return Status::corrupt(where + ": field 'history': expected screenshots, 1-100");
+            entry.history = history->get<int>();
+        }
         catalogue.entries.push_back(std::move(entry));
     }
     return catalogue;
+}
+
+Result<BundledFiles> bundledModelFiles(const CatalogueEntry& entry,
+                                       const std::filesystem::path& modelsDirectory) {
+    if (!entry.bundled)
+        return Status::invalidArgument("'" + entry.name + "' is not bundled with Iris");
+    const std::filesystem::path folder = modelsDirectory / entry.name;
+    BundledFiles files{folder / entry.files.at(entry.defaultQuant), folder / entry.mmproj};
+    for (const std::filesystem::path& file : {files.model, files.mmproj}) {
+        std::error_code error;
+        if (!std::filesystem::is_regular_file(file, error))
+            return Status::notFound(file.string() + ": a file of the bundled model '" + entry.name +
+                                    "' is missing; reinstall Iris");
+    }
+    return files;
 }
 
 Result<Catalogue> loadCatalogue(const std::filesystem::path& path) {

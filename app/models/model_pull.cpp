@@ -55,7 +55,7 @@ const CatalogueEntry* catalogueEntryFor(const Catalogue& catalogue, const std::s
                                         const std::string& repo) {
     if (const CatalogueEntry* entry = catalogue.find(name)) return entry;
     for (const CatalogueEntry& entry : catalogue.entries)
-        if (entry.repo == repo) return &entry;
+        if (!entry.bundled && entry.repo == repo) return &entry;
     return nullptr;
 }
 
@@ -70,6 +70,12 @@ Result<Manifest> pullModel(const ModelStore& store, const Catalogue& catalogue,
             return Status::notFound("'" + reference.name +
                                     "' is not in the model catalogue (iris models list "
                                     "--catalogue); a hub repository is named user/repo[:QUANT]");
+        }
+        if (entry->bundled) {
+            return Status::invalidArgument("'" + reference.name +
+                                           "' is bundled with Iris: nothing to pull, run it with "
+                                           "--model " +
+                                           reference.name);
         }
         repo = entry->repo;
         if (quant.empty()) quant = entry->defaultQuant;

@@ -200,12 +200,35 @@ Result<std::shared_ptr<inference::Scheduler>> sharedScheduler(const ModelChoice&
     return scheduler;
 }
 
+namespace {
+
+// The bundled entry whose installed model file `modelFile` is (app/models/catalogue.h).
+const models::CatalogueEntry* bundledEntryOfFile(const models::Catalogue& catalogue,
+                                                 const std::filesystem::path& modelsDirectory,
+                                                 const std::filesystem::path& modelFile) {
+    for (const models::CatalogueEntry& entry : catalogue.entries) {
+        if (!entry.bundled) continue;
+        Result<models::BundledFiles> files = models::bundledModelFiles(entry, modelsDirectory);
+        std::error_code error;
+        if (files && std::filesystem::equivalent(files->model, modelFile, error)) return &entry;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 void applyCatalogueDefaults(ModelChoice& choice, const models::ModelStore& store,
-                            const models::Catalogue& catalogue) {
+                            const models::Catalogue& catalogue,
+                            const std::filesystem::path& modelsDirectory) {
     if (choice.backend != ModelChoice::Backend::LocalEngine || choice.modelPath.empty()) return;
     if (choice.imageMaxPixels > 0 && choice.chatTemplate) return;
-    const std::optional<models::CatalogueEntry> entry =
+    std::optional<models::CatalogueEntry> entry =
         models::catalogueEntryOfFile(store, catalogue, choice.modelPath);
+    if (!entry) {
+        if (const models::CatalogueEntry* bundled =
+                bundledEntryOfFile(catalogue, modelsDirectory, choice.modelPath))
+            entry = *bundled;
+    }
     if (!entry) return;
     if (choice.imageMaxPixels == 0) choice.imageMaxPixels = entry->maxPixels;
     if (!choice.chatTemplate)
@@ -218,8 +241,8 @@ void applyCatalogueDefaults(ModelChoice& choice) {
     const Result<models::Catalogue> catalogue =
         models::loadCatalogue(dataDirectory() / "models" / "catalogue.json");
     if (!catalogue) return;
-    applyCatalogueDefaults(choice, models::ModelStore(models::defaultModelsDirectory()),
-                           *catalogue);
+    applyCatalogueDefaults(choice, models::ModelStore(models::defaultModelsDirectory()), *catalogue,
+                           dataDirectory() / "models");
 }
 
 Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& choice,
@@ -243,12 +266,12 @@ Result<std::unique_ptr<agent::ModelClient>> makeModelClient(const ModelChoice& c
         }
         case ModelChoice::Backend::LocalEngine: {
             // Another Iris process's engine when this one has none for it (engine_sharing.h).
-            const bool loadedHere = findServing(registry(), canonicalPath(choice.modelPath),
-                                                canonicalPath(choice.mmprojPath), choice) != nullptr;
+            const bool loadedHere =
+                findServing(registry(), canonicalPath(choice.modelPath),
+                            canonicalPath(choice.mmprojPath), choice) != nullptr;
             if (!loadedHere) {
-                if (auto shared = attachSharedEngine(choice, [choice] {
-                        return localEngineClient(choice, {});
-                    }))
+                if (auto shared = attachSharedEngine(
+                        choice, [choice] { return localEngineClient(choice, {}); }))
                     return shared;
             }
             return localEngineClient(choice, std::move(onLoadProgress));

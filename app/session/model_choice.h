@@ -67,11 +67,12 @@ struct ModelChoice {
 };
 
 // For a LocalEngine `choice` whose model file is a pulled model the catalogue knows (a blob of
-// `store`): the catalogue's image budget and chat template, where `choice` does not set them
-// already. So a model chosen by its file (the GUI keeps a path; `--model FILE`) runs as
-// `--model NAME` runs it.
+// `store`) or a bundled one (in `modelsDirectory`/NAME): the catalogue's image budget and chat
+// template, where `choice` does not set them already. So a model chosen by its file (the GUI
+// keeps a path; `--model FILE`) runs as `--model NAME` runs it.
 void applyCatalogueDefaults(ModelChoice& choice, const models::ModelStore& store,
-                            const models::Catalogue& catalogue);
+                            const models::Catalogue& catalogue,
+                            const std::filesystem::path& modelsDirectory);
 // The same with the user's store (models::defaultModelsDirectory()) and the bundled catalogue.
 void applyCatalogueDefaults(ModelChoice& choice);
 

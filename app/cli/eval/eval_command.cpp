@@ -53,6 +53,8 @@ std::vector<OptionSpec> runOptions() {
         {"parallel", "j", true,
          "tasks at once (default 1); a local --model is loaded once and serves them together"},
         {"max-steps", "", true, "model calls per task (default: the task's, else 15)"},
+        {"history", "", true,
+         "screenshots kept in the prompt (default: the catalogue model's, else 3)"},
         {"sleep-after-action", "", true, "seconds to wait after each step's actions (default 0)"},
         {"task-timeout", "", true, "stop a task's agent after this many seconds (default: none)"},
         {"repeat", "", true,
@@ -169,13 +171,18 @@ int runRunCommand(int argc, char** argv) {
 
     const Result<std::int64_t> parallel = args->integer("parallel", 1);
     const Result<std::int64_t> maxSteps = args->integer("max-steps", 0);
+    const Result<std::int64_t> history =
+        args->integer("history", entry && entry->history > 0 ? entry->history : 0);
     const Result<double> sleep = args->number("sleep-after-action", 0);
     const Result<double> timeout = args->number("task-timeout", 0);
     const Result<std::int64_t> repeat = args->integer("repeat", 1);
-    for (const Status& s : {parallel.status(), maxSteps.status(), sleep.status(), timeout.status(),
-                            repeat.status()}) {
+    for (const Status& s : {parallel.status(), maxSteps.status(), history.status(), sleep.status(),
+                            timeout.status(), repeat.status()}) {
         if (!s.isOk()) return usage(s.message());
     }
+    if (*history < 0 || (args->has("history") && *history < 1))
+        return usage("--history must be >= 1");
+    options.screenshotsInHistory = int(*history);
     if (*parallel < 1 || *parallel > 64) return usage("--parallel must be between 1 and 64");
     if (*repeat < 1 || *repeat > 100) return usage("--repeat must be between 1 and 100");
     options.repeat = int(*repeat);
@@ -251,9 +258,9 @@ int runMerge(int argc, char** argv) {
         std::cerr << "iris eval merge: " << summary.status().message() << '\n';
         return 3;
     }
-    std::cout << *summary << "merged " << dirs.size() << " shard folders: "
-              << (out / "results.json").string() << ", report: " << (out / "report.html").string()
-              << '\n';
+    std::cout << *summary << "merged " << dirs.size()
+              << " shard folders: " << (out / "results.json").string()
+              << ", report: " << (out / "report.html").string() << '\n';
     return 0;
 }
 

@@ -39,6 +39,7 @@ struct EvalRunOptions {
     std::string modelName;                   // the result-layout folder name
     std::string actionFormat = "pyautogui";  // when neither the task nor its demonstration say
     int maxSteps = 0;                        // 0: the task's iris.max_steps, else 15
+    int screenshotsInHistory = 0;            // 0: the agent's default (agent::LoopOptions)
     double sleepAfterActionS = 0;
     double taskTimeoutS = 0;  // 0: none
     // A task whose agent does the same actions on an unchanged screen this many times in a row

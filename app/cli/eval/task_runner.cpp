@@ -282,6 +282,8 @@ Result<TaskRunner::TaskAgent> TaskRunner::makeAgent(const TaskPlan& plan,
     out.loop.maxSteps = m_options.maxSteps > 0   ? m_options.maxSteps
                         : task.iris.maxSteps > 0 ? task.iris.maxSteps
                                                  : kDefaultMaxSteps;
+    if (m_options.screenshotsInHistory > 0)
+        out.loop.screenshotsInHistory = m_options.screenshotsInHistory;
     out.loop.pauseAfterActionsMs = m_options.sleepAfterActionS * 1000.0;
     out.loop.runawayLimit = m_options.loopLimit;
     switch (m_options.answers) {
@@ -451,6 +453,7 @@ agent::SessionInfo TaskRunner::sessionInfo(const TaskPlan& plan, const TaskAgent
         {"viewport",
          std::to_string(task.iris.viewportWidth) + "x" + std::to_string(task.iris.viewportHeight)},
         {"max_steps", taskAgent.loop.maxSteps},
+        {"screenshots_in_history", taskAgent.loop.screenshotsInHistory},
         {"runaway_limit", taskAgent.loop.runawayLimit},
         {"sleep_after_execution_ms", taskAgent.loop.pauseAfterActionsMs},
         {"browser", taskAgent.loop.browser},

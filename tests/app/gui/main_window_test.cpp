@@ -127,6 +127,30 @@ TEST(MainWindow, RunsTheDemoWithStepsAppearingLive) {
         << window.statusBar()->currentMessage().toStdString();
 }
 
+// The bundled model on a bundled task with nothing configured: the model loads, acts in the live
+// view and the session is recorded with its own answers (how well it does is Eval's business).
+TEST(MainWindow, TriesTheBundledModelWithNothingConfigured) {
+    const inference::testing::ScratchDir scratch{"iris_main_window_try"};
+    const AppSettings settings = testSettings(scratch.path());
+    MainWindow window(settings);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.tryBundledModel();
+    EXPECT_EQ(window.agentPanel()->instruction(), QStringLiteral("Tick 'I agree to the terms'."));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.runner()->isRunning(); }, 60000))
+        << window.statusBar()->currentMessage().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.runner()->isRunning(); }, 120000));
+    Result<agent::SessionStore> store =
+        agent::SessionStore::open(settings.databasePath.toStdString());
+    ASSERT_TRUE(store) << store.status().message();
+    Result<std::vector<agent::SessionSummary>> sessions = store->listSessions();
+    ASSERT_TRUE(sessions);
+    ASSERT_EQ(sessions->size(), 1u);
+    EXPECT_GE(sessions->front().stepCount, 1);
+    EXPECT_NE(sessions->front().model.find("iris-tiny-cua"), std::string::npos)
+        << sessions->front().model;
+}
+
 TEST(MainWindow, StopHaltsTheDemoWithinOneStep) {
     const inference::testing::ScratchDir scratch{"iris_main_window_stop"};
     MainWindow window(testSettings(scratch.path()));

@@ -76,6 +76,29 @@ TEST_F(ModelsPanelTest, ListsTheCataloguePullsAndUsesTheModelWithItsProjector) {
               store.blobPath(FakeHub::sha256Hex(hub.files[1].content)).string());
 }
 
+// The model bundled with Iris needs no pull: its row can be used at once, with its own files.
+TEST_F(ModelsPanelTest, TheBundledModelIsUsableWithoutAPull) {
+    ModelsPanel panel(options());
+    auto* list = panel.findChild<QTreeWidget*>(QStringLiteral("modelsList"));
+    ASSERT_NE(list, nullptr);
+    QTreeWidgetItem* bundled = nullptr;
+    for (int i = 0; i < list->topLevelItemCount(); ++i)
+        if (list->topLevelItem(i)->text(0) == QStringLiteral("iris-tiny-cua"))
+            bundled = list->topLevelItem(i);
+    ASSERT_NE(bundled, nullptr) << rowText(list, 0).toStdString();
+    EXPECT_EQ(bundled->text(3), QStringLiteral("bundled with Iris"));
+    QSignalSpy chosen(&panel, &ModelsPanel::modelChosen);
+    list->setCurrentItem(bundled);
+    QTest::mouseClick(panel.findChild<QPushButton*>(QStringLiteral("useModel")), Qt::LeftButton);
+    ASSERT_EQ(chosen.count(), 1);
+    const std::filesystem::path folder =
+        std::filesystem::path(IRIS_SOURCE_ROOT) / "resources/models/iris-tiny-cua";
+    EXPECT_EQ(chosen[0][0].toString().toStdString(), (folder / "iris-tiny-cua-f16.gguf").string());
+    EXPECT_EQ(chosen[0][1].toString().toStdString(),
+              (folder / "mmproj-iris-tiny-cua-f16.gguf").string());
+    EXPECT_EQ(chosen[0][2].toString(), QStringLiteral("uitars"));
+}
+
 TEST_F(ModelsPanelTest, CancelKeepsThePartialFileAndTheNextPullResumesIt) {
     hub.sleepPerChunkUs = 5000;
     ModelsPanel panel(options());

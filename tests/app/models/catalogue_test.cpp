@@ -36,6 +36,50 @@ TEST(Catalogue, EveryShippedEntryIsValid) {
     EXPECT_EQ(uiTars->defaultQuant, "Q4_K_M");
     EXPECT_NE(catalogue->find("qwen2.5-vl-7b"), nullptr);
     EXPECT_NE(catalogue->find("qwen2.5-vl-3b"), nullptr);
+    // The bundled model's files are in the tree, where the installed share/iris/models has them.
+    const CatalogueEntry* tiny = catalogue->find("iris-tiny-cua");
+    ASSERT_NE(tiny, nullptr);
+    EXPECT_TRUE(tiny->bundled);
+    EXPECT_EQ(tiny->history, 1);
+    Result<BundledFiles> files =
+        bundledModelFiles(*tiny, std::filesystem::path(IRIS_SOURCE_ROOT) / "resources/models");
+    ASSERT_TRUE(files) << files.status().message();
+    EXPECT_EQ(files->model.filename(), "iris-tiny-cua-f16.gguf");
+}
+
+TEST(Catalogue, ABundledEntryHasNoRepositoryAndNamesAMissingFile) {
+    const std::string bundled =
+        replaced(replaced(kEntry, "\"repo\":\"u/r\",\"verified\":false,", "\"bundled\":true,"),
+                 "\"chat_template\":\"qwen2-vl\"", "\"chat_template\":\"qwen2-vl\",\"history\":1");
+    Result<Catalogue> catalogue = parseCatalogue(bundled, "c.json");
+    ASSERT_TRUE(catalogue) << catalogue.status().message();
+    const CatalogueEntry& entry = catalogue->entries.at(0);
+    EXPECT_TRUE(entry.bundled);
+    EXPECT_TRUE(entry.repo.empty());
+    EXPECT_FALSE(entry.verified);
+    EXPECT_EQ(entry.history, 1);
+    EXPECT_EQ(
+        parseCatalogue(replaced(bundled, "\"bundled\":true,", "\"bundled\":true,\"repo\":\"u/r\","),
+                       "c.json")
+            .status()
+            .message(),
+        "c.json: models[0] ('m'): field 'repo': a bundled model has none");
+    EXPECT_EQ(parseCatalogue(replaced(bundled, "\"history\":1", "\"history\":0"), "c.json")
+                  .status()
+                  .message(),
+              "c.json: models[0] ('m'): field 'history': expected screenshots, 1-100");
+    EXPECT_EQ(parseCatalogue(replaced(bundled, "\"bundled\":true", "\"bundled\":\"yes\""), "c.json")
+                  .status()
+                  .message(),
+              "c.json: models[0]: field 'bundled': expected true or false");
+    const Result<BundledFiles> files = bundledModelFiles(entry, "/nonexistent/models");
+    EXPECT_EQ(files.status().message(),
+              "/nonexistent/models/m/m-Q4_K_M.gguf: a file of the bundled model 'm' is missing; "
+              "reinstall Iris");
+    // A catalogue entry that is not bundled has no installed files to find.
+    const Result<Catalogue> hub = parseCatalogue(kEntry, "c.json");
+    ASSERT_TRUE(hub);
+    EXPECT_FALSE(bundledModelFiles(hub->entries.at(0), "/nonexistent/models"));
 }
 
 TEST(Catalogue, NamesTheEntryAndFieldThatIsWrong) {

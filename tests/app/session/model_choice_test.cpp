@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "agent/clients/local_engine_client.h"
+#include "app/models/catalogue.h"
+#include "app/models/model_store.h"
 #include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
 
@@ -127,6 +129,30 @@ TEST_F(ModelChoiceRegistryTest, LoadErrorsNameTheFile) {
     Result<std::shared_ptr<inference::Scheduler>> s = sharedScheduler(missing);
     ASSERT_FALSE(s);
     EXPECT_NE(s.status().message().find("absent.gguf"), std::string::npos);
+}
+
+// A model chosen by its file (the GUI keeps paths) runs with its catalogue entry's image budget
+// and template: a pulled blob's entry (tested with the store), or the bundled model's own files.
+TEST(CatalogueDefaults, TheBundledModelsFileGetsItsEntrysBudgetAndTemplate) {
+    const fs::path models = fs::path(IRIS_SOURCE_ROOT) / "resources/models";
+    Result<models::Catalogue> catalogue = models::loadCatalogue(models / "catalogue.json");
+    ASSERT_TRUE(catalogue) << catalogue.status().message();
+    const inference::testing::ScratchDir scratch{"iris_catalogue_defaults"};
+    const models::ModelStore store(scratch.path() / "store");
+    ModelChoice bundled;
+    bundled.backend = ModelChoice::Backend::LocalEngine;
+    bundled.modelPath = models / "iris-tiny-cua" / "iris-tiny-cua-f16.gguf";
+    applyCatalogueDefaults(bundled, store, *catalogue, models);
+    EXPECT_EQ(bundled.imageMaxPixels, 313600);
+    EXPECT_EQ(bundled.chatTemplate, inference::ChatTemplateKind::Qwen2Vl);
+    // Another file gets nothing.
+    ModelChoice other = bundled;
+    other.imageMaxPixels = 0;
+    other.chatTemplate.reset();
+    other.modelPath = models / "catalogue.json";
+    applyCatalogueDefaults(other, store, *catalogue, models);
+    EXPECT_EQ(other.imageMaxPixels, 0);
+    EXPECT_FALSE(other.chatTemplate);
 }
 
 }  // namespace

@@ -134,8 +134,7 @@ Status Engine::createModelOnDevice() {
         }
         // auto falls back only where the CUDA path does not take this model's shapes or types;
         // running out of device memory stays an error (the user has a GPU and should hear).
-        if (choice.kind != DeviceKind::Auto ||
-            model.status().code() != StatusCode::Unsupported)
+        if (choice.kind != DeviceKind::Auto || model.status().code() != StatusCode::Unsupported)
             return model.status();
         m_deviceNote = "running on the CPU: " + model.status().message();
     }

@@ -134,8 +134,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
     // the device pool (KvPoolMirror), so saving them needs a download path that is not written
     // yet (docs/gpu-backend.md section 3).
     if (options.kvDisk.enabled() && engine->deviceName() != "cpu") {
-        return Status::unsupported("the KV disk tier (--kv-disk-gb) is not available with the "
-                                   "model on " + engine->deviceName() + " yet; use --device cpu");
+        const std::string device = engine->deviceName();
+        return Status::unsupported(
+            "the KV disk tier (--kv-disk-gb) is not available with the model on " + device +
+            " yet; use --device cpu");
     }
     std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(engine), options));
     if (options.prefixCache)

@@ -92,6 +92,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<DecoderBackend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<DecoderBackend> makeCpuBackend() {
+    return std::make_unique<CpuBackend>();
+}
 
 }  // namespace iris::inference

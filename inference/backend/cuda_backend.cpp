@@ -18,6 +18,7 @@ Result<std::unique_ptr<DecoderBackend>> makeCudaBackend(const ModelConfig&, cons
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 
 #include <cuda_runtime_api.h>
 
@@ -53,6 +54,7 @@ public:
         m_data = nullptr;
         m_bytes = 0;
         if (const cudaError_t e = cudaMalloc(&m_data, std::size_t(bytes)); e != cudaSuccess) {
+            cudaGetLastError();  // reported here, not again at a later launch
             m_data = nullptr;
             return e;
         }
@@ -112,9 +114,14 @@ struct Run {
 class CudaBackend final : public DecoderBackend, public KvPoolMirror {
 public:
     CudaBackend(const ModelConfig& config, const ModelBackend& where)
-        : m_config(config), m_device(where.device), m_maxTokens(std::max<std::int64_t>(1, where.maxBatchTokens)) {}
+        : m_config(config),
+          m_device(where.device),
+          m_maxTokens(std::max<std::int64_t>(1, where.maxBatchTokens)) {}
     ~CudaBackend() override {
-        // The weights and pool are freed by their owners; the stream goes last, after the work.
+        // The model may be destroyed on another thread than the one that ran it; the runtime's
+        // current device is per thread.
+        cudaSetDevice(m_device);
+        // Queued work may still use the buffers the members free after this body.
         if (m_stream != nullptr) {
             cudaStreamSynchronize(m_stream);
             cudaStreamDestroy(m_stream);
@@ -154,8 +161,8 @@ public:
     void attend(int layer, const float* q, int heads, float* out) override;
     void gatedActivation(GateActivation kind, float* gate, const float* up,
                          std::int64_t n) override {
-        const kc::Activation a = kind == GateActivation::SwiGlu ? kc::Activation::SwiGlu
-                                                                : kc::Activation::SwiGluOai;
+        const kc::Activation a =
+            kind == GateActivation::SwiGlu ? kc::Activation::SwiGlu : kc::Activation::SwiGluOai;
         check(kc::activate(a, gate, up, gate, n, m_stream), "activation");
     }
     void addResidual(float* x, const float* y, std::int64_t n) override {
@@ -172,23 +179,23 @@ private:
     // Keeps the first failure of the pass (reported by finish()).
     void check(cudaError_t error, const char* what) {
         if (error != cudaSuccess && m_error.isOk())
-            m_error = Status::internal(name() + ": " + what + " failed: " +
-                                       cudaGetErrorString(error));
+            m_error =
+                Status::internal(name() + ": " + what + " failed: " + cudaGetErrorString(error));
     }
     Status fail(cudaError_t error, const std::string& what) const {
         return Status::internal(name() + ": " + what + ": " + cudaGetErrorString(error));
     }
     Result<void*> upload(const void* host, std::int64_t bytes, const char* what);
     Status prepareStep(std::span<const TokenInput> batch, KvCache& cache);
-    Status reserveScratch(std::int64_t tokens, std::int64_t attentionBytes,
-                          std::int64_t logitRows);
+    Status reserveScratch(std::int64_t tokens, std::int64_t attentionBytes, std::int64_t logitRows);
     template <class T>
     T* stepArray(std::int64_t offset) const {
         return reinterpret_cast<T*>(m_stepDevice.as<std::byte>() + offset);
     }
     std::int64_t kvLayerBytes() const;  // one layer's K (or V) pool
     void* poolLayer(int layer, bool value) const {
-        return m_pool.as<std::byte>() + (2 * std::int64_t(layer) + (value ? 1 : 0)) * kvLayerBytes();
+        return m_pool.as<std::byte>() +
+               (2 * std::int64_t(layer) + (value ? 1 : 0)) * kvLayerBytes();
     }
 
     ModelConfig m_config;
@@ -255,6 +262,7 @@ Result<void*> CudaBackend::upload(const void* host, std::int64_t bytes, const ch
     if (auto it = m_uploaded.find(host); it != m_uploaded.end()) return it->second;
     void* device = nullptr;
     if (const cudaError_t e = cudaMalloc(&device, std::size_t(bytes)); e != cudaSuccess) {
+        cudaGetLastError();  // an allocation failure must not surface at a later launch
         std::size_t free = 0, total = 0;
         cudaMemGetInfo(&free, &total);
         return Status::outOfRange(name() + ": out of device memory uploading " + what + " (" +
@@ -293,7 +301,8 @@ Status CudaBackend::adoptLinear(Linear& w) {
         if (!bias) return bias.status();
         w.bias = static_cast<const float*>(*bias);
     }
-    m_decodeBytes = std::max(m_decodeBytes, kc::decodeScratchBytes(w.type, kc::kMaxDecodeRows, w.in));
+    m_decodeBytes =
+        std::max(m_decodeBytes, kc::decodeScratchBytes(w.type, kc::kMaxDecodeRows, w.in));
     return {};
 }
 
@@ -333,19 +342,20 @@ std::int64_t CudaBackend::kvLayerBytes() const {
 }
 
 Status CudaBackend::bindCache(KvCache& cache) {
-    if (m_cache == &cache) return {};
+    // The same address with our mirror attached is the cache already bound (a new cache at the
+    // address of a destroyed one has no mirror and is bound afresh; the old one is not touched).
+    if (m_cache == &cache && cache.mirror() == this) return {};
     if (cache.residency() != nullptr) {
         return Status::unsupported(name() +
                                    ": KV tiers keep the cache in host memory; they are not "
                                    "available with --device cuda");
     }
-    if (cudaSetDevice(m_device) != cudaSuccess) return Status::internal(name() + ": cannot use the device");
-    if (m_cache != nullptr && m_cache->mirror() == this) m_cache->setMirror(nullptr);
+    if (const cudaError_t e = cudaSetDevice(m_device); e != cudaSuccess)
+        return fail(e, "cannot use the device");
     m_cache = nullptr;
     m_kv = cache.options();
     const std::int64_t bytes = 2 * std::int64_t(m_kv.layers) * kvLayerBytes();
     if (m_pool.reserve(bytes, m_stream) != cudaSuccess) {
-        cudaGetLastError();  // clear the failed allocation's error
         std::size_t free = 0, total = 0;
         cudaMemGetInfo(&free, &total);
         return Status::outOfRange(name() + ": the KV cache needs " + mib(bytes) + " but only " +
@@ -359,6 +369,7 @@ Status CudaBackend::bindCache(KvCache& cache) {
 }
 
 void CudaBackend::copyBlock(std::int32_t from, std::int32_t to) {
+    check(cudaSetDevice(m_device), "selecting the device");  // called on the scheduler's thread
     const std::int64_t block = kvLayerBytes() / m_kv.blocks;
     for (int layer = 0; layer < m_kv.layers; ++layer) {
         for (bool value : {false, true}) {
@@ -371,6 +382,7 @@ void CudaBackend::copyBlock(std::int32_t from, std::int32_t to) {
 }
 
 void CudaBackend::blockFilled(std::int32_t blockId) {
+    check(cudaSetDevice(m_device), "selecting the device");
     const std::int64_t block = kvLayerBytes() / m_kv.blocks;
     for (int layer = 0; layer < m_kv.layers; ++layer) {
         for (bool value : {false, true}) {
@@ -389,11 +401,14 @@ Status CudaBackend::reserveScratch(std::int64_t tokens, std::int64_t attentionBy
                                    std::int64_t logitRows) {
     const ModelConfig& c = m_config;
     const std::int64_t f = sizeof(float);
-    const std::int64_t sizes[] = {
-        tokens * c.hiddenSize,            tokens * c.hiddenSize,        // X, Norm
-        tokens * c.heads * c.headDim,     tokens * c.kvHeads * c.headDim,  // Q, K
-        tokens * c.kvHeads * c.headDim,   tokens * c.heads * c.headDim,    // V, Attention
-        tokens * c.ffnSize,               tokens * c.ffnSize};             // Gate, Up
+    const std::int64_t sizes[] = {tokens * c.hiddenSize,
+                                  tokens * c.hiddenSize,  // X, Norm
+                                  tokens * c.heads * c.headDim,
+                                  tokens * c.kvHeads * c.headDim,  // Q, K
+                                  tokens * c.kvHeads * c.headDim,
+                                  tokens * c.heads * c.headDim,  // V, Attention
+                                  tokens * c.ffnSize,
+                                  tokens * c.ffnSize};  // Gate, Up
     static_assert(std::size(sizes) == std::size_t(Activations::Count));
     std::int64_t total = 0;
     for (std::size_t i = 0; i < std::size(sizes); ++i) {
@@ -403,8 +418,8 @@ Status CudaBackend::reserveScratch(std::int64_t tokens, std::int64_t attentionBy
                                mib(total) + ")");
     }
     m_capacityTokens = std::max(m_capacityTokens, tokens);
-    if (const cudaError_t e = m_attentionScratch.reserve(std::max<std::int64_t>(attentionBytes, 256),
-                                                         m_stream);
+    if (const cudaError_t e =
+            m_attentionScratch.reserve(std::max<std::int64_t>(attentionBytes, 256), m_stream);
         e != cudaSuccess)
         return fail(e, "allocating attention scratch (" + mib(attentionBytes) + ")");
     if (const cudaError_t e = m_selected.reserve(logitRows * c.hiddenSize * f, m_stream);
@@ -464,8 +479,8 @@ Status CudaBackend::prepareStep(std::span<const TokenInput> batch, KvCache& cach
         const TokenInput& in = batch[std::size_t(t)];
         const std::span<const std::int32_t> table = cache.blockTable(in.sequence);
         ids[t] = in.token;
-        rows[t] = std::int64_t(table[std::size_t(in.slot / blockSize)]) * blockSize +
-                  in.slot % blockSize;
+        rows[t] =
+            std::int64_t(table[std::size_t(in.slot / blockSize)]) * blockSize + in.slot % blockSize;
         lengths[t] = std::int32_t(in.slot + 1);
     }
     for (std::size_t r = 0; r < m_runs.size(); ++r) {
@@ -496,22 +511,21 @@ Status CudaBackend::begin(std::span<const TokenInput> batch, KvCache& cache,
     // pinned step buffer is rewritten below.
     if (const cudaError_t e = cudaStreamSynchronize(m_stream); e != cudaSuccess)
         return fail(e, "an earlier step failed");
-    m_error = Status();
     m_batch = batch;
     m_tokens = std::int64_t(batch.size());
     m_rope.build(batch, config);
     IRIS_RETURN_IF_ERROR(prepareStep(batch, cache));
     const std::int64_t H = m_config.heads, hd = m_config.headDim;
     std::int64_t attentionBytes = 0;
-    const bool decode = std::all_of(m_runs.begin(), m_runs.end(),
-                                    [](const Run& r) { return r.tokens == 1; });
+    const bool decode =
+        std::all_of(m_runs.begin(), m_runs.end(), [](const Run& r) { return r.tokens == 1; });
     if (decode) {
         attentionBytes = kc::attendDecodeScratchBytes(int(m_tokens), int(H), int(hd), m_maxLength);
     } else {
         for (const Run& run : m_runs)
-            attentionBytes = std::max(attentionBytes,
-                                      kc::attendDecodeScratchBytes(int(run.tokens), int(H),
-                                                                   int(hd), run.maxLength));
+            attentionBytes = std::max(
+                attentionBytes,
+                kc::attendDecodeScratchBytes(int(run.tokens), int(H), int(hd), run.maxLength));
     }
     std::int64_t logitRows = 0;
     for (const TokenInput& in : batch)
@@ -519,9 +533,9 @@ Status CudaBackend::begin(std::span<const TokenInput> batch, KvCache& cache,
     IRIS_RETURN_IF_ERROR(reserveScratch(std::max(m_tokens, m_capacityTokens), attentionBytes,
                                         std::max<std::int64_t>(logitRows, 1)));
     // One upload of everything the step reads per token, from pinned memory.
-    if (const cudaError_t e = cudaMemcpyAsync(m_stepDevice.get(), m_stepHost.get(),
-                                              std::size_t(m_layout.total),
-                                              cudaMemcpyHostToDevice, m_stream);
+    if (const cudaError_t e =
+            cudaMemcpyAsync(m_stepDevice.get(), m_stepHost.get(), std::size_t(m_layout.total),
+                            cudaMemcpyHostToDevice, m_stream);
         e != cudaSuccess)
         return fail(e, "uploading the step");
     return {};
@@ -579,10 +593,15 @@ void CudaBackend::attend(int layer, const float* q, int heads, float* out) {
     const float scale = 1.0f / std::sqrt(float(m_kv.headDim));
     const std::int32_t* tables = stepArray<std::int32_t>(m_layout.tables);
     const std::int32_t* lengths = stepArray<std::int32_t>(m_layout.lengths);
-    kernels::PagedKv kv{poolLayer(layer, false), poolLayer(layer, true), tables, m_kv.blockSize,
-                        m_kv.kvHeads, m_kv.headDim, m_kv.type};
-    const bool decode = std::all_of(m_runs.begin(), m_runs.end(),
-                                    [](const Run& r) { return r.tokens == 1; });
+    kernels::PagedKv kv{poolLayer(layer, false),
+                        poolLayer(layer, true),
+                        tables,
+                        m_kv.blockSize,
+                        m_kv.kvHeads,
+                        m_kv.headDim,
+                        m_kv.type};
+    const bool decode =
+        std::all_of(m_runs.begin(), m_runs.end(), [](const Run& r) { return r.tokens == 1; });
     if (decode) {  // one token per sequence: one launch, run r's table at r * stride
         check(kc::attendDecode(q, int(m_tokens), heads, kv, m_tableStride, lengths, m_maxLength,
                                scale, out, m_attentionScratch.get(), m_stream),
@@ -622,9 +641,11 @@ Status CudaBackend::finish(const float* x, const float* norm, float eps, const L
     // The step's one synchronisation: the logits are in `logits` (pageable memory, so the copy
     // above may have returned before it landed) and any failed launch has reported.
     check(cudaStreamSynchronize(m_stream), "the step");
-    if (!m_error.isOk()) logits.resize(offset);
     m_batch = {};
-    return m_error;
+    // Also what failed between passes (a copy on write) is reported here, once.
+    Status result = std::exchange(m_error, Status());
+    if (!result.isOk()) logits.resize(offset);
+    return result;
 }
 
 }  // namespace

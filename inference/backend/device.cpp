@@ -17,7 +17,8 @@ Result<DeviceChoice> parseDevice(std::string_view text) {
     if (text.starts_with("cuda:")) {
         const std::string_view digits = text.substr(5);
         int index = -1;
-        const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+        const auto [end, error] =
+            std::from_chars(digits.data(), digits.data() + digits.size(), index);
         if (error == std::errc() && end == digits.data() + digits.size() && index >= 0)
             return DeviceChoice{DeviceKind::Cuda, index};
     }
@@ -88,7 +89,8 @@ Result<ResolvedDevice> resolveDevice(const DeviceChoice& choice, std::string_vie
         }
         return ResolvedDevice{true, choice.index, {}};
     }
-    if (!cuda.problem.empty()) return ResolvedDevice{false, 0, "running on the CPU: " + cuda.problem};
+    if (!cuda.problem.empty())
+        return ResolvedDevice{false, 0, "running on the CPU: " + cuda.problem};
     if (!archOk) {
         return ResolvedDevice{false, 0,
                               "running on the CPU: architecture '" + std::string(architecture) +

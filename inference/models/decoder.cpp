@@ -17,7 +17,8 @@ class DecoderModel final : public Model {
 public:
     DecoderModel(ModelConfig config, DecoderWeights weights,
                  std::unique_ptr<DecoderBackend> backend)
-        : m_config(std::move(config)), m_weights(std::move(weights)),
+        : m_config(std::move(config)),
+          m_weights(std::move(weights)),
           m_backend(std::move(backend)) {}
 
     // Hands every weight to the backend (packing on the CPU, upload on CUDA).
@@ -51,8 +52,8 @@ Status DecoderModel::adoptWeights() {
     const ModelConfig& c = m_config;
     const GgufTensor& table = *m_weights.tokenEmbedding;
     const auto vectorBytes = [](std::int64_t n) { return n * std::int64_t(sizeof(float)); };
-    std::int64_t bytes = kernels::rowBytes(table.type, c.hiddenSize) * c.vocabSize +
-                         vectorBytes(c.hiddenSize);
+    std::int64_t bytes =
+        kernels::rowBytes(table.type, c.hiddenSize) * c.vocabSize + vectorBytes(c.hiddenSize);
     if (m_weights.output.data != table.data.data()) bytes += linearBytes(m_weights.output);
     for (const DecoderLayer& layer : m_weights.layers) {
         for (const Linear* w :

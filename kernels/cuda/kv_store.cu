@@ -55,13 +55,11 @@ cudaError_t storeKvRows(const float* k, const float* v, std::int64_t tokens, std
         return cudaErrorInvalidValue;
     const unsigned grid = gridFor(tokens * width);
     if (type == TensorType::F16) {
-        storeKvKernel<<<grid, kThreads, 0, stream>>>(k, v, tokens, width, rows,
-                                                     static_cast<__half*>(keys),
-                                                     static_cast<__half*>(values));
+        storeKvKernel<<<grid, kThreads, 0, stream>>>(
+            k, v, tokens, width, rows, static_cast<__half*>(keys), static_cast<__half*>(values));
     } else {
-        storeKvKernel<<<grid, kThreads, 0, stream>>>(k, v, tokens, width, rows,
-                                                     static_cast<float*>(keys),
-                                                     static_cast<float*>(values));
+        storeKvKernel<<<grid, kThreads, 0, stream>>>(
+            k, v, tokens, width, rows, static_cast<float*>(keys), static_cast<float*>(values));
     }
     return cudaGetLastError();
 }

@@ -132,13 +132,13 @@ TEST_P(CpuBackendSeam, LogitsAreBitIdenticalToTheHandComposedParts) {
     }
     // A prefill chunk (tensor paths, tiles of several tokens) and then token-by-token decoding.
     for (std::size_t chunk : {tokens.size(), std::size_t(1), std::size_t(7)}) {
-        const auto viaModel = chunkedLogits(
-            model, tokens.size(), chunk, tokens, positions,
-            [&](std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                std::vector<float>& logits) {
-                const Status s = model.forward(batch, cache, pool, logits);
-                EXPECT_TRUE(s.isOk()) << s.message();
-            });
+        const auto viaModel = chunkedLogits(model, tokens.size(), chunk, tokens, positions,
+                                            [&](std::span<const TokenInput> batch, KvCache& cache,
+                                                ThreadPool& pool, std::vector<float>& logits) {
+                                                const Status s =
+                                                    model.forward(batch, cache, pool, logits);
+                                                EXPECT_TRUE(s.isOk()) << s.message();
+                                            });
         const auto byHand = chunkedLogits(
             model, tokens.size(), chunk, tokens, positions,
             [&](std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
@@ -149,15 +149,13 @@ TEST_P(CpuBackendSeam, LogitsAreBitIdenticalToTheHandComposedParts) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, CpuBackendSeam,
-                         ::testing::Values(SeamCase{"qwen2", TensorType::F32},
-                                           SeamCase{"qwen2", TensorType::Q8_0},
-                                           SeamCase{"qwen3", TensorType::F16},
-                                           SeamCase{"qwen2vl", TensorType::Q4_0}),
-                         [](const auto& p) {
-                             return p.param.arch + "_" +
-                                    std::string(kernels::tensorTypeInfo(p.param.weights).name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, CpuBackendSeam,
+    ::testing::Values(SeamCase{"qwen2", TensorType::F32}, SeamCase{"qwen2", TensorType::Q8_0},
+                      SeamCase{"qwen3", TensorType::F16}, SeamCase{"qwen2vl", TensorType::Q4_0}),
+    [](const auto& p) {
+        return p.param.arch + "_" + std::string(kernels::tensorTypeInfo(p.param.weights).name);
+    });
 
 }  // namespace
 }  // namespace iris::inference

@@ -164,12 +164,16 @@ TEST_F(CudaBackendGreedy, SameTokensAsTheCpuForF32Weights) {
             std::int32_t token = 7;
             for (std::int64_t i = 0; i < 40; ++i) {
                 ASSERT_TRUE(cache->extend(seq, i + 1).isOk());
-                const TokenInput in{token, seq, i, {std::int32_t(i), std::int32_t(i),
-                                                    std::int32_t(i), std::int32_t(i)}, true};
+                const TokenInput in{
+                    token,
+                    seq,
+                    i,
+                    {std::int32_t(i), std::int32_t(i), std::int32_t(i), std::int32_t(i)},
+                    true};
                 std::vector<float> logits;
                 ASSERT_TRUE(models[b]->forward({&in, 1}, *cache, pool, logits).isOk());
-                token = std::int32_t(std::max_element(logits.begin(), logits.end()) -
-                                     logits.begin());
+                token =
+                    std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
                 generated[b].push_back(token);
             }
         }

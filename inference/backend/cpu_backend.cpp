@@ -4,7 +4,6 @@
 
 #include "inference/models/model_parts.h"
 #include "inference/models/rope_tables.h"
-#include "kernels/activation.h"
 #include "kernels/rms_norm.h"
 
 namespace iris::inference {
@@ -59,14 +58,7 @@ public:
     }
     void gatedActivation(GateActivation kind, float* gate, const float* up,
                          std::int64_t n) override {
-        switch (kind) {
-            case GateActivation::SwiGlu:
-                kernels::swiglu(gate, up, gate, n);
-                break;
-            case GateActivation::SwiGluOai:
-                swigluOai(gate, up, gate, n);
-                break;
-        }
+        applyGate(kind, gate, up, n);
     }
     void addResidual(float* x, const float* y, std::int64_t n) override {
         inference::addResidual(x, y, n);

@@ -12,6 +12,7 @@
 #include "inference/models/rope_tables.h"
 #include "kernels/activation.h"
 #include "kernels/rms_norm.h"
+#include "tests/inference/models/chunked_logits.h"
 #include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/tiny_model.h"
 
@@ -83,28 +84,6 @@ struct SeamCase {
 
 class CpuBackendSeam : public ::testing::TestWithParam<SeamCase> {};
 
-// Logits of `tokens` fed in chunks of `chunk`, through `run`.
-template <class Run>
-std::vector<float> chunkedLogits(const Model& model, std::size_t count, std::size_t chunk,
-                                 const std::vector<std::int32_t>& tokens,
-                                 const std::vector<std::array<std::int32_t, 4>>& positions,
-                                 Run run) {
-    ThreadPool pool(2);
-    Result<KvCache> cache = KvCache::create(model.kvCacheOptions(32, 16, TensorType::F16));
-    EXPECT_TRUE(cache);
-    const SequenceId seq = cache->newSequence();
-    std::vector<float> logits;
-    for (std::size_t begin = 0; begin < count; begin += chunk) {
-        const std::size_t end = std::min(count, begin + chunk);
-        EXPECT_TRUE(cache->extend(seq, std::int64_t(end)).isOk());
-        std::vector<TokenInput> batch;
-        for (std::size_t i = begin; i < end; ++i)
-            batch.push_back({tokens[i], seq, std::int64_t(i), positions[i], true});
-        run(batch, *cache, pool, logits);
-    }
-    return logits;
-}
-
 TEST_P(CpuBackendSeam, LogitsAreBitIdenticalToTheHandComposedParts) {
     TinyModelSpec spec;
     spec.arch = GetParam().arch;
@@ -132,17 +111,19 @@ TEST_P(CpuBackendSeam, LogitsAreBitIdenticalToTheHandComposedParts) {
     }
     // A prefill chunk (tensor paths, tiles of several tokens) and then token-by-token decoding.
     for (std::size_t chunk : {tokens.size(), std::size_t(1), std::size_t(7)}) {
-        const auto viaModel = chunkedLogits(model, tokens.size(), chunk, tokens, positions,
-                                            [&](std::span<const TokenInput> batch, KvCache& cache,
-                                                ThreadPool& pool, std::vector<float>& logits) {
-                                                const Status s =
-                                                    model.forward(batch, cache, pool, logits);
-                                                EXPECT_TRUE(s.isOk()) << s.message();
-                                            });
-        const auto byHand = chunkedLogits(
-            model, tokens.size(), chunk, tokens, positions,
-            [&](std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                std::vector<float>& logits) { reference.forward(batch, cache, pool, logits); });
+        const auto viaModel =
+            testing::chunkedLogits(model, tokens, positions, {chunk, TensorType::F16, 2, {}, {}});
+        const auto byHand =
+            testing::chunkedLogits(model, tokens, positions,
+                                   {chunk,
+                                    TensorType::F16,
+                                    2,
+                                    {},
+                                    [&](std::span<const TokenInput> batch, KvCache& cache,
+                                        ThreadPool& pool, std::vector<float>& logits) {
+                                        reference.forward(batch, cache, pool, logits);
+                                        return Status();
+                                    }});
         ASSERT_EQ(viaModel.size(), byHand.size());
         EXPECT_EQ(0, std::memcmp(viaModel.data(), byHand.data(), viaModel.size() * sizeof(float)))
             << "chunk " << chunk;

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "inference/models/model.h"
+#include "tests/inference/models/chunked_logits.h"
 #include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/tiny_model.h"
 #include "tests/kernels/cuda_test_support.h"
@@ -58,38 +59,16 @@ TinyModelSpec cudaShapedSpec(const std::string& arch, TensorType weights) {
     return spec;
 }
 
-// Logits of every token fed in chunks of `chunk`; `images` (may be empty) injects embeddings.
+// Logits of every token fed in chunks of `chunk`, on an f16 cache as the engine's default;
+// `images` (may be empty) injects embeddings.
 std::vector<float> runChunks(Model& model, const std::vector<std::int32_t>& tokens,
                              const std::vector<std::array<std::int32_t, 4>>& positions,
                              const std::vector<const float*>& images, std::size_t chunk) {
-    ThreadPool pool(2);
-    Result<KvCache> cache = KvCache::create(model.kvCacheOptions(32, 16, TensorType::F16));
-    EXPECT_TRUE(cache);
-    const SequenceId seq = cache->newSequence();
-    std::vector<float> logits;
-    for (std::size_t begin = 0; begin < tokens.size(); begin += chunk) {
-        const std::size_t end = std::min(tokens.size(), begin + chunk);
-        EXPECT_TRUE(cache->extend(seq, std::int64_t(end)).isOk());
-        std::vector<TokenInput> batch;
-        for (std::size_t i = begin; i < end; ++i) {
-            TokenInput in{tokens[i], seq, std::int64_t(i), positions[i], true};
-            if (!images.empty()) in.embedding = images[i];
-            batch.push_back(in);
-        }
-        const Status s = model.forward(batch, *cache, pool, logits);
-        EXPECT_TRUE(s.isOk()) << s.message();
-    }
-    return logits;
+    return testing::chunkedLogits(model, tokens, positions,
+                                  {chunk, TensorType::F16, 2, images, {}});
 }
 
-double relativeError(const std::vector<float>& got, const std::vector<float>& want) {
-    double maxDiff = 0, maxRef = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - double(want[i])));
-        maxRef = std::max(maxRef, std::fabs(double(want[i])));
-    }
-    return maxDiff / maxRef;
-}
+using testing::relativeError;
 
 struct CudaCase {
     std::string arch;

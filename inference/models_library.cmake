@@ -14,6 +14,7 @@ add_library(iris_inference_models STATIC
     ${_iris_inference_dir}/backend/cpu_backend.cpp
     ${_iris_inference_dir}/backend/cuda_backend.cpp
     ${_iris_inference_dir}/backend/device.cpp
+    ${_iris_inference_dir}/backend/step_plan.cpp
     ${_iris_inference_dir}/models/model.cpp
     ${_iris_inference_dir}/models/gated_ffn.cpp
     ${_iris_inference_dir}/models/linear.cpp

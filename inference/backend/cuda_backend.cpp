@@ -22,6 +22,7 @@ Result<std::unique_ptr<DecoderBackend>> makeCudaBackend(const ModelConfig&, cons
 
 #include <cuda_runtime_api.h>
 
+#include "inference/backend/step_plan.h"
 #include "inference/models/rope_tables.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/elementwise.cuh"
@@ -104,11 +105,6 @@ private:
 struct StepLayout {
     std::int64_t ids = 0, kvRows = 0, lengths = 0, cos = 0, sin = 0, tables = 0, images = 0,
                  total = 0;
-};
-
-// A run of consecutive batch tokens of one sequence: they share a block table.
-struct Run {
-    std::int64_t first = 0, tokens = 0, maxLength = 0;
 };
 
 class CudaBackend final : public DecoderBackend, public KvPoolMirror {
@@ -229,10 +225,7 @@ private:
     // The pass in progress.
     std::span<const TokenInput> m_batch;
     std::int64_t m_tokens = 0;
-    std::int64_t m_maxLength = 0;
-    std::int64_t m_tableStride = 0;  // int32 entries per run's block table
-    std::vector<Run> m_runs;
-    std::vector<std::int64_t> m_imageRows;  // batch rows with an injected embedding, in order
+    StepPlan m_plan;
     RopeTables m_rope;
 };
 
@@ -433,70 +426,37 @@ Status CudaBackend::reserveScratch(std::int64_t tokens, std::int64_t attentionBy
 }
 
 Status CudaBackend::prepareStep(std::span<const TokenInput> batch, KvCache& cache) {
-    const std::int64_t T = std::int64_t(batch.size()), blockSize = m_kv.blockSize;
-    const std::int64_t pairs = m_config.ropeDims / 2;
-    m_runs.clear();
-    m_imageRows.clear();
-    m_maxLength = 0;
-    m_tableStride = 0;
-    for (std::int64_t t = 0; t < T; ++t) {
-        const TokenInput& in = batch[std::size_t(t)];
-        if (m_runs.empty() || batch[std::size_t(m_runs.back().first)].sequence != in.sequence)
-            m_runs.push_back({t, 0, 0});
-        Run& run = m_runs.back();
-        ++run.tokens;
-        run.maxLength = std::max(run.maxLength, in.slot + 1);
-        m_maxLength = std::max(m_maxLength, in.slot + 1);
-        m_tableStride = std::max<std::int64_t>(m_tableStride,
-                                               std::int64_t(cache.blockTable(in.sequence).size()));
-        if (in.embedding != nullptr) m_imageRows.push_back(t);
-    }
+    m_plan = planStep(batch, cache);
+    const StepPlan& p = m_plan;
+    const std::int64_t D = m_config.hiddenSize;
     // Byte offsets of the step's arrays, each 256-byte aligned as the kernels' loads like.
     const auto align = [](std::int64_t bytes) { return (bytes + 255) / 256 * 256; };
+    const auto bytesOf = [](const auto& v) { return std::int64_t(v.size() * sizeof(v[0])); };
     StepLayout& l = m_layout;
     l.ids = 0;
-    l.kvRows = align(l.ids + T * 4);
-    l.lengths = align(l.kvRows + T * 8);
-    l.cos = align(l.lengths + T * 4);
-    l.sin = align(l.cos + T * pairs * 4);
-    l.tables = align(l.sin + T * pairs * 4);
-    l.images = align(l.tables + std::int64_t(m_runs.size()) * m_tableStride * 4);
-    l.total = align(l.images + std::int64_t(m_imageRows.size()) * m_config.hiddenSize * 4);
+    l.kvRows = align(l.ids + bytesOf(p.ids));
+    l.lengths = align(l.kvRows + bytesOf(p.kvRows));
+    l.cos = align(l.lengths + bytesOf(p.lengths));
+    l.sin = align(l.cos + std::int64_t(m_rope.cosines().size_bytes()));
+    l.tables = align(l.sin + std::int64_t(m_rope.sines().size_bytes()));
+    l.images = align(l.tables + bytesOf(p.tables));
+    l.total = align(l.images + std::int64_t(p.imageRows.size()) * D * 4);
     if (const cudaError_t e = m_stepHost.reserve(l.total); e != cudaSuccess)
         return fail(e, "allocating " + mib(l.total) + " of pinned host memory");
     if (const cudaError_t e = m_stepDevice.reserve(l.total, m_stream); e != cudaSuccess)
         return fail(e, "allocating the step's device arrays");
     std::byte* h = m_stepHost.get();
-    const auto at = [h](std::int64_t offset, auto* type) {
-        return reinterpret_cast<std::remove_pointer_t<decltype(type)>*>(h + offset);
-    };
-    auto* ids = at(l.ids, static_cast<std::int32_t*>(nullptr));
-    auto* rows = at(l.kvRows, static_cast<std::int64_t*>(nullptr));
-    auto* lengths = at(l.lengths, static_cast<std::int32_t*>(nullptr));
-    auto* tables = at(l.tables, static_cast<std::int32_t*>(nullptr));
-    auto* images = at(l.images, static_cast<float*>(nullptr));
-    for (std::int64_t t = 0; t < T; ++t) {
-        const TokenInput& in = batch[std::size_t(t)];
-        const std::span<const std::int32_t> table = cache.blockTable(in.sequence);
-        ids[t] = in.token;
-        rows[t] =
-            std::int64_t(table[std::size_t(in.slot / blockSize)]) * blockSize + in.slot % blockSize;
-        lengths[t] = std::int32_t(in.slot + 1);
-    }
-    for (std::size_t r = 0; r < m_runs.size(); ++r) {
-        const std::span<const std::int32_t> table =
-            cache.blockTable(batch[std::size_t(m_runs[r].first)].sequence);
-        std::int32_t* out = tables + std::int64_t(r) * m_tableStride;
-        std::copy(table.begin(), table.end(), out);
-        std::fill(out + table.size(), out + m_tableStride, 0);  // never read: past the length
-    }
-    for (std::size_t i = 0; i < m_imageRows.size(); ++i) {
-        const float* source = batch[std::size_t(m_imageRows[i])].embedding;
-        std::copy(source, source + m_config.hiddenSize,
-                  images + std::int64_t(i) * m_config.hiddenSize);
-    }
+    std::memcpy(h + l.ids, p.ids.data(), std::size_t(bytesOf(p.ids)));
+    std::memcpy(h + l.kvRows, p.kvRows.data(), std::size_t(bytesOf(p.kvRows)));
+    std::memcpy(h + l.lengths, p.lengths.data(), std::size_t(bytesOf(p.lengths)));
     std::memcpy(h + l.cos, m_rope.cosines().data(), m_rope.cosines().size_bytes());
     std::memcpy(h + l.sin, m_rope.sines().data(), m_rope.sines().size_bytes());
+    std::memcpy(h + l.tables, p.tables.data(), std::size_t(bytesOf(p.tables)));
+    // Image rows are copied out of the caller's buffers now: the upload is asynchronous.
+    for (std::size_t i = 0; i < p.imageRows.size(); ++i) {
+        const float* source = batch[std::size_t(p.imageRows[i])].embedding;
+        std::memcpy(h + l.images + std::int64_t(i) * D * 4, source, std::size_t(D) * 4);
+    }
     return {};
 }
 
@@ -517,12 +477,11 @@ Status CudaBackend::begin(std::span<const TokenInput> batch, KvCache& cache,
     IRIS_RETURN_IF_ERROR(prepareStep(batch, cache));
     const std::int64_t H = m_config.heads, hd = m_config.headDim;
     std::int64_t attentionBytes = 0;
-    const bool decode =
-        std::all_of(m_runs.begin(), m_runs.end(), [](const Run& r) { return r.tokens == 1; });
-    if (decode) {
-        attentionBytes = kc::attendDecodeScratchBytes(int(m_tokens), int(H), int(hd), m_maxLength);
+    if (m_plan.decode) {
+        attentionBytes =
+            kc::attendDecodeScratchBytes(int(m_tokens), int(H), int(hd), m_plan.maxLength);
     } else {
-        for (const Run& run : m_runs)
+        for (const StepRun& run : m_plan.runs)
             attentionBytes = std::max(
                 attentionBytes,
                 kc::attendDecodeScratchBytes(int(run.tokens), int(H), int(hd), run.maxLength));
@@ -556,8 +515,8 @@ void CudaBackend::embed(float* x) {
           "embedding lookup");
     // Image tokens: their vision-tower rows, uploaded with the step, replace the lookup.
     const float* images = stepArray<float>(m_layout.images);
-    for (std::size_t i = 0; i < m_imageRows.size(); ++i) {
-        check(cudaMemcpyAsync(x + m_imageRows[i] * D, images + std::int64_t(i) * D,
+    for (std::size_t i = 0; i < m_plan.imageRows.size(); ++i) {
+        check(cudaMemcpyAsync(x + m_plan.imageRows[i] * D, images + std::int64_t(i) * D,
                               std::size_t(D) * sizeof(float), cudaMemcpyDeviceToDevice, m_stream),
               "image embedding copy");
     }
@@ -600,18 +559,16 @@ void CudaBackend::attend(int layer, const float* q, int heads, float* out) {
                         m_kv.kvHeads,
                         m_kv.headDim,
                         m_kv.type};
-    const bool decode =
-        std::all_of(m_runs.begin(), m_runs.end(), [](const Run& r) { return r.tokens == 1; });
-    if (decode) {  // one token per sequence: one launch, run r's table at r * stride
-        check(kc::attendDecode(q, int(m_tokens), heads, kv, m_tableStride, lengths, m_maxLength,
-                               scale, out, m_attentionScratch.get(), m_stream),
+    if (m_plan.decode) {  // one token per sequence: one launch, run r's table at r * stride
+        check(kc::attendDecode(q, int(m_tokens), heads, kv, m_plan.tableStride, lengths,
+                               m_plan.maxLength, scale, out, m_attentionScratch.get(), m_stream),
               "decode attention");
         return;
     }
     const std::int64_t row = std::int64_t(heads) * m_kv.headDim;
-    for (std::size_t r = 0; r < m_runs.size(); ++r) {
-        const Run& run = m_runs[r];
-        kv.blockTable = tables + std::int64_t(r) * m_tableStride;
+    for (std::size_t r = 0; r < m_plan.runs.size(); ++r) {
+        const StepRun& run = m_plan.runs[r];
+        kv.blockTable = tables + std::int64_t(r) * m_plan.tableStride;
         check(kc::attendPrefill(q + run.first * row, int(run.tokens), heads, kv,
                                 lengths + run.first, run.maxLength, scale, out + run.first * row,
                                 m_attentionScratch.get(), m_stream),

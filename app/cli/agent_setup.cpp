@@ -187,6 +187,8 @@ void shareLocalEngines(const std::string& processKind) {
 void sayWhichEngine(const agent::ModelClient& client, std::ostream& out) {
     const std::string summary = engineUseSummary(client);
     if (!summary.empty()) out << "engine: " << summary << '\n';
+    if (const std::string note = engineDeviceNote(client); !note.empty())
+        out << "engine: " << note << '\n';
 }
 
 std::filesystem::path sessionDatabasePath(const Arguments& args) {

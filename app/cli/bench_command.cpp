@@ -317,6 +317,8 @@ void printTextReport(const TextReport& r, const inference::Engine& engine, bool 
     const double decodeRate = double(r.decodeTokens) / r.decodeSeconds;
     const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);
     const double fraction = bytesPerToken * decodeRate / (bandwidth * 1e9);
+    // The measured bandwidth is the host's: a bound for the CPU engine only.
+    const bool onCpu = engine.deviceName() == "cpu";
     if (json) {
         const nlohmann::ordered_json report = {
             {"model", r.model},
@@ -330,7 +332,8 @@ void printTextReport(const TextReport& r, const inference::Engine& engine, bool 
             {"decode_tokens_per_s", decodeRate},
             {"decode_bytes_per_token", bytesPerToken},
             {"bandwidth_gb_per_s", bandwidth},
-            {"decode_bandwidth_fraction", fraction},
+            {"decode_bandwidth_fraction",
+             onCpu ? nlohmann::ordered_json(fraction) : nlohmann::ordered_json(nullptr)},
         };
         std::cout << report.dump() << '\n';
         return;
@@ -343,6 +346,12 @@ void printTextReport(const TextReport& r, const inference::Engine& engine, bool 
                 static_cast<long long>(r.promptTokens), r.prefillSeconds, prefillRate);
     std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n",
                 static_cast<long long>(r.decodeTokens), r.decodeSeconds, decodeRate);
+    if (!onCpu) {
+        std::printf(
+            "decode against the GPU's memory bandwidth: iris_cuda_bench measures it "
+            "(scripts/gpu-check.sh bench)\n");
+        return;
+    }
     std::printf(
         "memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n",
         bandwidth, bytesPerToken / 1e6);

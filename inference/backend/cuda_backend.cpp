@@ -502,9 +502,12 @@ Status CudaBackend::begin(std::span<const TokenInput> batch, KvCache& cache,
 
 float* CudaBackend::scratch(Activations which, std::int64_t count) {
     DeviceBuffer& buffer = m_buffers[std::size_t(which)];
-    // begin() sized every buffer for the batch; a larger request is a bug in the model.
-    if (count * std::int64_t(sizeof(float)) > buffer.bytes())
+    // begin() sized every buffer for the batch; a larger request is a bug in the model, and null
+    // makes every kernel given it refuse to run rather than write past the buffer.
+    if (count * std::int64_t(sizeof(float)) > buffer.bytes()) {
         check(cudaErrorInvalidValue, "activation buffer request beyond the batch's size");
+        return nullptr;
+    }
     return buffer.as<float>();
 }
 
@@ -513,12 +516,19 @@ void CudaBackend::embed(float* x) {
     check(kc::embeddingRows(m_embeddingType, m_embedding, m_config.vocabSize, D,
                             stepArray<std::int32_t>(m_layout.ids), m_tokens, x, D, m_stream),
           "embedding lookup");
-    // Image tokens: their vision-tower rows, uploaded with the step, replace the lookup.
+    // Image tokens: their vision-tower rows, uploaded with the step, replace the lookup; one
+    // copy per run of consecutive image rows (an image's tokens are consecutive).
     const float* images = stepArray<float>(m_layout.images);
-    for (std::size_t i = 0; i < m_plan.imageRows.size(); ++i) {
-        check(cudaMemcpyAsync(x + m_plan.imageRows[i] * D, images + std::int64_t(i) * D,
-                              std::size_t(D) * sizeof(float), cudaMemcpyDeviceToDevice, m_stream),
-              "image embedding copy");
+    const std::vector<std::int64_t>& rows = m_plan.imageRows;
+    for (std::size_t i = 0; i < rows.size();) {
+        std::size_t n = 1;
+        while (i + n < rows.size() && rows[i + n] == rows[i] + std::int64_t(n))
+            ++n;
+        check(
+            cudaMemcpyAsync(x + rows[i] * D, images + std::int64_t(i) * D,
+                            n * std::size_t(D) * sizeof(float), cudaMemcpyDeviceToDevice, m_stream),
+            "image embedding copy");
+        i += n;
     }
 }
 

@@ -47,8 +47,13 @@ CudaAvailability probeCuda(int index) {
     }
     if (info.runtimeStatus != "ok") {
         // cudaInfo reports the runtime's own words: "no CUDA-capable device is detected",
-        // "CUDA driver version is insufficient for CUDA runtime version", ...
+        // "CUDA driver version is insufficient for CUDA runtime version" (also what a machine
+        // without any NVIDIA driver gets), ...
         a.problem = "no usable CUDA device (" + info.runtimeStatus + ")";
+        if (info.runtimeStatus.find("insufficient") != std::string::npos) {
+            a.problem += ": no NVIDIA driver, or one older than the CUDA " +
+                         info.compilerVersion + " runtime Iris was built with";
+        }
         return a;
     }
     if (index >= int(info.devices.size())) {
@@ -57,8 +62,8 @@ CudaAvailability probeCuda(int index) {
         return a;
     }
 #if IRIS_HAVE_CUDA
-    // The kernels are built for sm_80 and newer (tensor-core bf16 products, cp.async-era
-    // features); an older GPU would fail at the first launch.
+    // The prefill products multiply bf16 on tensor cores (WMMA), which needs sm_80; the build
+    // holds sm_90a code and compute_80 PTX, so an older GPU would fail at the first launch.
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
         major < 8) {

@@ -115,6 +115,36 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     return load(modelPath, options, nullptr);
 }
 
+Status Engine::createModelOnDevice() {
+    Result<std::string> arch = m_file->getString("general.architecture");
+    if (!arch) return arch.status();
+    const DeviceChoice& choice = m_options.device;
+    Result<ResolvedDevice> where = resolveDevice(
+        choice, *arch,
+        choice.kind == DeviceKind::Cpu ? CudaAvailability{} : probeCuda(choice.index));
+    if (!where) return where.status().withContext(m_file->name() + ": ");
+    m_deviceNote = where->note;
+    if (where->cuda) {
+        const ModelBackend backend{true, where->index, m_options.prefillChunk};
+        Result<std::unique_ptr<Model>> model = createModel(*m_file, backend);
+        if (model) {
+            m_model = std::move(*model);
+            m_deviceName = "cuda:" + std::to_string(where->index);
+            return {};
+        }
+        // auto falls back only where the CUDA path does not take this model's shapes or types;
+        // running out of device memory stays an error (the user has a GPU and should hear).
+        if (choice.kind != DeviceKind::Auto || model.status().code() != StatusCode::Unsupported)
+            return model.status();
+        m_deviceNote = "running on the CPU: " + model.status().message();
+    }
+    Result<std::unique_ptr<Model>> model = createModel(*m_file);
+    if (!model) return model.status();
+    m_model = std::move(*model);
+    m_deviceName = "cpu";
+    return {};
+}
+
 Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelPath,
                                              const EngineOptions& options,
                                              std::unique_ptr<VisionModel> vision) {
@@ -139,9 +169,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
     LoadProgress progress(options.onLoadProgress,
                           2 * (modelBytes + (sizeError ? 0 : projectorBytes)));
     if (options.onLoadProgress) readWeightsIn(*engine->m_file, progress);
-    Result<std::unique_ptr<Model>> model = createModel(*engine->m_file);
-    if (!model) return model.status();
-    engine->m_model = std::move(*model);
+    IRIS_RETURN_IF_ERROR(engine->createModelOnDevice());
     if (options.denseAttention) engine->m_model->setDenseAttention(true);
     Result<Tokenizer> tokenizer = Tokenizer::fromGguf(*engine->m_file);
     if (!tokenizer) return tokenizer.status();
@@ -171,6 +199,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::filesystem::path& modelP
         if (!tiers) return tiers.status().withContext(modelPath.string() + ": ");
         engine->m_tiers = std::move(*tiers);
     }
+    // A device backend allocates its KV pool now, so that too small a GPU is a load error.
+    IRIS_RETURN_IF_ERROR(
+        engine->m_model->bindCache(*engine->m_cache).withContext(modelPath.string() + ": "));
     progress.reach(2 * modelBytes);
 
     const std::int64_t hidden = engine->m_model->config().hiddenSize;

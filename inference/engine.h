@@ -30,6 +30,7 @@
 
 #include "base/sha256.h"
 #include "base/status.h"
+#include "inference/backend/device.h"
 #include "inference/chat_template.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
@@ -46,6 +47,9 @@
 namespace iris::inference {
 
 struct EngineOptions {
+    // Where the language model runs (inference/backend/device.h): auto takes CUDA when it can and
+    // notes why not otherwise (Engine::deviceNote()).
+    DeviceChoice device{};
     int threads = ThreadPool::hardwareThreads();
     std::int64_t contextSize = 4096;  // tokens per session
     int maxSessions = 1;              // KV cache room for this many full contexts
@@ -232,12 +236,21 @@ public:
     // The KV tiers (nullptr without EngineOptions::kvTiers).
     const KvTiers* kvTiers() const { return m_tiers.get(); }
     Model& mutableModel() { return *m_model; }
+    // Where the language model runs: "cpu" or "cuda:N".
+    const std::string& deviceName() const { return m_deviceName; }
+    // With --device auto on the CPU: the one line that says why not CUDA (empty otherwise), for
+    // the commands to print.
+    const std::string& deviceNote() const { return m_deviceNote; }
 
 private:
     friend class Session;
     Engine() = default;
 
+    // The language model on the device EngineOptions::device resolves to.
+    Status createModelOnDevice();
+
     EngineOptions m_options;
+    std::string m_deviceName = "cpu", m_deviceNote;
     std::optional<GgufFile> m_file;
     std::unique_ptr<Model> m_model;
     std::optional<Tokenizer> m_tokenizer;

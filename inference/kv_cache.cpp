@@ -291,13 +291,16 @@ void KvCache::copyBlockIn(std::int32_t block, std::span<const std::byte> in) {
                          std::memcpy(part, from, std::size_t(n));
                          from += n;
                      });
+    if (m_mirror != nullptr) m_mirror->blockFilled(block);
 }
 
 void KvCache::makePrivate(Sequence& sequence, std::size_t index) {
     const std::int32_t shared = sequence.blocks[index];
     if (m_refCount[std::size_t(shared)] == 1) return;
     const std::int32_t copy = takeBlock();
-    for (int layer = 0; layer < m_options.layers; ++layer) {
+    // With a mirror the data lives there (the host pool stays untouched, uncommitted).
+    if (m_mirror != nullptr) m_mirror->copyBlock(shared, copy);
+    for (int layer = 0; m_mirror == nullptr && layer < m_options.layers; ++layer) {
         for (bool value : {false, true}) {
             std::byte* base = layerBase(layer, value);
             std::memcpy(base + copy * blockBytes(), base + shared * blockBytes(),

@@ -55,6 +55,18 @@ public:
     virtual void forget(std::int32_t block, bool inUse) = 0;
 };
 
+// A second copy of the pool's data kept elsewhere (the CUDA backend's device pool,
+// inference/backend/cuda_backend.h): the block tables stay here, the mirror keeps its copy of
+// each block's contents in step with what the cache itself does to them.
+class KvPoolMirror {
+public:
+    virtual ~KvPoolMirror() = default;
+    // Copy on write copied block `from` to `to` (all layers).
+    virtual void copyBlock(std::int32_t from, std::int32_t to) = 0;
+    // copyBlockIn() filled `block` in the host pool (the disk tier).
+    virtual void blockFilled(std::int32_t block) = 0;
+};
+
 struct KvCacheOptions {
     int layers = 0;
     int kvHeads = 0;
@@ -111,6 +123,9 @@ public:
     // move while they are attached (they keep a reference to it).
     void setResidency(KvResidency* residency) { m_residency = residency; }
     KvResidency* residency() const { return m_residency; }
+    // The pool's mirror (not owned; nullptr = none): it must outlive every later call.
+    void setMirror(KvPoolMirror* mirror) { m_mirror = mirror; }
+    KvPoolMirror* mirror() const { return m_mirror; }
 
     // ---- whole blocks, for the disk tier (inference/kv_disk_store.h) ----
     // Bytes of one block over all layers: K and V of each layer, then its indexer keys.
@@ -191,6 +206,7 @@ private:
     std::uint64_t m_clock = 0;
     std::int64_t m_evictions = 0;
     KvResidency* m_residency = nullptr;
+    KvPoolMirror* m_mirror = nullptr;
 };
 
 }  // namespace iris::inference

@@ -130,6 +130,15 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
                                        " blocks cannot hold one context of " +
                                        std::to_string(engine->options().contextSize) + " tokens");
     }
+    // The disk tier saves blocks from the host pool; with the model on a GPU the K/V live in
+    // the device pool (KvPoolMirror), so saving them needs a download path that is not written
+    // yet (docs/gpu-backend.md section 3).
+    if (options.kvDisk.enabled() && engine->deviceName() != "cpu") {
+        const std::string device = engine->deviceName();
+        return Status::unsupported(
+            "the KV disk tier (--kv-disk-gb) is not available with the model on " + device +
+            " yet; use --device cpu");
+    }
     std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(engine), options));
     if (options.prefixCache)
         scheduler->m_disk = openKvDiskStore(*scheduler->m_engine, scheduler->m_options.kvDisk);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with an NVIDIA GPU and the CUDA toolkit but none of Iris's other
-# dependencies (no Qt, OpenCV or Debian packages), build base/ and kernels/ with their tests
-# (IRIS_KERNELS_ONLY), run the CUDA tests, run them again under compute-sanitizer, and time the
-# kernels against the GPU's memory bandwidth and tensor cores (iris_cuda_bench).
+# dependencies (no Qt, OpenCV or Debian packages), build base/, kernels/ and the model core
+# (inference/models_library.cmake) with their tests (IRIS_KERNELS_ONLY), run the CUDA tests (the
+# kernels, then whole tiny models on the CUDA backend against the CPU backend), run them again
+# under compute-sanitizer, and time the kernels against the GPU's memory bandwidth and tensor
+# cores (iris_cuda_bench).
 #
 #   scripts/gpu-check.sh --pack                 # here, first: GoogleTest's sources to .gpu-check/
 #   scripts/gpu-check.sh [PHASE] [--out DIR]    # on the GPU machine, in a copy of the repository
@@ -39,6 +41,7 @@ mkdir -p "$out"
 log="$out/gpu-check.log"
 export PATH="$PATH:/usr/local/cuda/bin"
 tests="$build/tests/kernels_only/kernels/iris_kernels_tests"
+models="$build/tests/kernels_only/iris_models_tests"
 bench="$build/tests/kernels_only/bench_cuda/iris_cuda_bench"
 status=0
 say() { echo "$*" | tee -a "$log"; }
@@ -57,7 +60,7 @@ build() {
         || { say "configure failed:"; tail -20 "$out/configure.log" | tee -a "$log"; return 1; }
     cmake --build "$build" --parallel "$(nproc)" > "$out/build.log" 2>&1 \
         || { say "build failed:"; grep -E "error|FAILED" "$out/build.log" | head -30 | tee -a "$log"; return 1; }
-    grep -E "^/.*(kernels|base|tests)/.*warning|spill" "$out/build.log" | tee -a "$log" || true
+    grep -E "^/.*(kernels|base|inference|tests)/.*warning|spill" "$out/build.log" | tee -a "$log" || true
     say "build: ok"
 }
 
@@ -66,7 +69,14 @@ run_tests() {
     "$tests" --gtest_filter='*Cuda*:QuantUnits*' --gtest_brief=1 > "$out/tests.log" 2>&1
     local rc=$?
     grep -E "FAILED|Failure|SKIPPED|PASSED|error" "$out/tests.log" | head -60 | tee -a "$log"
-    if [[ $rc != 0 ]] || grep -q "SKIPPED" "$out/tests.log"; then return 1; fi
+    say "== whole models: CUDA backend against the CPU backend"
+    "$models" --gtest_filter='*Cuda*:*Seam*:StepPlan*' --gtest_brief=1 > "$out/models.log" 2>&1
+    local models_rc=$?
+    grep -E "FAILED|Failure|SKIPPED|PASSED|error|Expected|Which is" "$out/models.log" | head -60 \
+        | tee -a "$log"
+    if [[ $rc != 0 || $models_rc != 0 ]] || grep -q "SKIPPED" "$out/tests.log" "$out/models.log"; then
+        return 1
+    fi
 }
 
 sanitize() {
@@ -80,6 +90,9 @@ sanitize() {
         timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$tests" \
             --gtest_filter='*Cuda*' --gtest_brief=1 > "$out/sanitizer-$tool.log" 2>&1 || rc=1
         tail -3 "$out/sanitizer-$tool.log" | tee -a "$log"
+        timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 "$models" \
+            --gtest_filter='*Cuda*' --gtest_brief=1 > "$out/sanitizer-$tool-models.log" 2>&1 || rc=1
+        tail -3 "$out/sanitizer-$tool-models.log" | tee -a "$log"
     done
     return $rc
 }

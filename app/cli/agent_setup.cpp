@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "app/cli/device_option.h"
 #include "app/models/model_pull.h"
 #include "app/session/data_paths.h"
 #include "app/session/engine_sharing.h"
@@ -66,6 +67,7 @@ std::vector<OptionSpec> modelAndDatabaseOptions() {
         {"model-name", "", true, "the model name the endpoint expects (default: iris)"},
         {"api-key-env", "", true, "environment variable holding the endpoint's key (IRIS_API_KEY)"},
         {"threads", "t", true, "compute threads of the local engine (default: all cores)"},
+        kDeviceOption,
         {"ctx-size", "c", true, "context size of the local engine in tokens (default 16384)"},
         {"kv-disk-gb", "", true,
          "keep the local engine's KV blocks in ~/.cache/iris/kv up to N GiB, so that a prompt "
@@ -161,8 +163,11 @@ Result<ModelChoice> modelChoiceFromArguments(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
     Result<inference::KvTierOptions> tiers = kvTierOptionsFromArguments(args, *kvDiskBytes);
     IRIS_RETURN_IF_ERROR(tiers.status());
+    const Result<inference::DeviceChoice> device = deviceFromArguments(args);
+    IRIS_RETURN_IF_ERROR(device.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
+    choice.device = *device;
     choice.backend = ModelChoice::Backend::LocalEngine;
     choice.kvDiskBytes = *kvDiskBytes;
     choice.kvTiers = std::move(*tiers);
@@ -193,6 +198,8 @@ void shareLocalEngines(const std::string& processKind) {
 void sayWhichEngine(const agent::ModelClient& client, std::ostream& out) {
     const std::string summary = engineUseSummary(client);
     if (!summary.empty()) out << "engine: " << summary << '\n';
+    if (const std::string note = engineDeviceNote(client); !note.empty())
+        out << "engine: " << note << '\n';
 }
 
 std::filesystem::path sessionDatabasePath(const Arguments& args) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/arguments.h"
+#include "app/cli/device_option.h"
 #include "app/cli/engine_commands.h"
 #include "base/clock.h"
 #include "inference/engine.h"
@@ -41,6 +42,7 @@ constexpr OptionSpec kOptions[] = {
     {"prompt-tokens", "p", true, "prompt length for the prefill measurement (default 512)"},
     {"n-gen", "n", true, "tokens to decode (default 128)"},
     {"threads", "t", true, "compute threads (default: all cores)"},
+    kDeviceOption,
     {"json", "", false, "print one JSON object instead of text"},
     {"help", "h", false, "show this help"},
 };
@@ -315,30 +317,41 @@ void printTextReport(const TextReport& r, const inference::Engine& engine, bool 
     const double decodeRate = double(r.decodeTokens) / r.decodeSeconds;
     const double bytesPerToken = decodeBytesPerToken(engine.file(), config.hiddenSize);
     const double fraction = bytesPerToken * decodeRate / (bandwidth * 1e9);
+    // The measured bandwidth is the host's: a bound for the CPU engine only.
+    const bool onCpu = engine.deviceName() == "cpu";
     if (json) {
         const nlohmann::ordered_json report = {
             {"model", r.model},
             {"architecture", config.architecture},
             {"threads", r.threads},
             {"cpu_kernels", std::string(kernels::cpuIsaName(kernels::activeIsa()))},
+            {"device", engine.deviceName()},
             {"prefill_tokens", r.promptTokens},
             {"prefill_tokens_per_s", prefillRate},
             {"decode_tokens", r.decodeTokens},
             {"decode_tokens_per_s", decodeRate},
             {"decode_bytes_per_token", bytesPerToken},
             {"bandwidth_gb_per_s", bandwidth},
-            {"decode_bandwidth_fraction", fraction},
+            {"decode_bandwidth_fraction",
+             onCpu ? nlohmann::ordered_json(fraction) : nlohmann::ordered_json(nullptr)},
         };
         std::cout << report.dump() << '\n';
         return;
     }
-    std::printf("model: %s (%s), %d threads, %s kernels\n", r.model.c_str(),
+    std::printf("model: %s (%s), %d threads, %s kernels, device %s\n", r.model.c_str(),
                 config.architecture.c_str(), r.threads,
-                std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str());
+                std::string(kernels::cpuIsaName(kernels::activeIsa())).c_str(),
+                engine.deviceName().c_str());
     std::printf("prefill: %lld tokens in %.2f s = %.1f tokens/s\n",
                 static_cast<long long>(r.promptTokens), r.prefillSeconds, prefillRate);
     std::printf("decode:  %lld tokens in %.2f s = %.1f tokens/s\n",
                 static_cast<long long>(r.decodeTokens), r.decodeSeconds, decodeRate);
+    if (!onCpu) {
+        std::printf(
+            "decode against the GPU's memory bandwidth: iris_cuda_bench measures it "
+            "(scripts/gpu-check.sh bench)\n");
+        return;
+    }
     std::printf(
         "memory read bandwidth (same run): %.1f GB/s; a decode step reads %.1f MB of weights\n",
         bandwidth, bytesPerToken / 1e6);
@@ -363,12 +376,19 @@ int runTextBench(const Arguments& args) {
         std::cerr << "iris bench: -p, -n and --threads must be at least 1\n";
         return 2;
     }
+    const Result<inference::DeviceChoice> device = deviceFromArguments(args);
+    if (!device) {
+        std::cerr << "iris bench: " << device.status().message() << '\n';
+        return 2;
+    }
     inference::EngineOptions options;
+    options.device = *device;
     options.threads = int(*threads);
     options.contextSize = *p + *n + 1;
     Result<std::unique_ptr<inference::Engine>> loaded = inference::Engine::load(*model, options);
     if (!loaded) return benchFailure(loaded.status().message());
     inference::Engine& engine = **loaded;
+    reportDevice(engine, "iris bench", std::cerr);
     std::mt19937 rng(1);  // the prompt's tokens, then the first decoded one: the same every run
     const Result<double> prefill = timePrefill(engine, *p, options.prefillChunk, rng);
     if (!prefill) return benchFailure(prefill.status().message());

@@ -11,6 +11,7 @@
 
 #include "app/cli/agent_setup.h"
 #include "app/cli/arguments.h"
+#include "app/cli/device_option.h"
 #include "app/cli/engine_commands.h"
 #include "inference/engine.h"
 
@@ -43,6 +44,7 @@ constexpr OptionSpec kOptions[] = {
     {"system", "", true, "system message for --chat"},
     {"print-ids", "", false, "print the generated token ids on the last line"},
     {"threads", "t", true, "compute threads (default: all cores)"},
+    kDeviceOption,
     {"ctx-size", "c", true, "context size in tokens (default 4096)"},
     {"help", "h", false, "show this help"},
 };
@@ -139,7 +141,10 @@ Result<GenerateSettings> readSettings(const Arguments& args) {
     }
     if (*n < 0 || *threads < 1 || *ctx < 1)
         return Status::invalidArgument("-n must be >= 0, --threads and --ctx-size >= 1");
+    const Result<inference::DeviceChoice> device = deviceFromArguments(args);
+    IRIS_RETURN_IF_ERROR(device.status());
     GenerateSettings settings;
+    settings.engine.device = *device;
     settings.imageFiles = args.values("image");
     const Result<std::int64_t> maxImageTokens = args.integer("image-max-tokens", 1 << 30),
                                minImageTokens = args.integer("image-min-tokens", 8);
@@ -330,7 +335,9 @@ int runGenerate(int argc, char** argv) {
     std::cerr << "iris generate: " << (*engine)->model().config().architecture << " model, "
               << request->prompt.size() << " prompt tokens";
     if (!images->empty()) std::cerr << " and " << images->size() << " images";
-    std::cerr << ", seed " << settings->seed << ", " << settings->engine.threads << " threads\n";
+    std::cerr << ", seed " << settings->seed << ", " << settings->engine.threads << " threads, "
+              << (*engine)->deviceName() << '\n';
+    reportDevice(**engine, "iris generate", std::cerr);
     return generateAndReport(**engine, *request, args->has("print-ids"), images->size());
 }
 

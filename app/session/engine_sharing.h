@@ -204,4 +204,8 @@ std::unique_ptr<EnginePublication> publishLoadedEngine(
 // "loaded here (not shared: ...)"; empty for a client that is not a local engine's.
 std::string engineUseSummary(const agent::ModelClient& client);
 
+// With --device auto on the CPU, the line that says why the engine `client` loaded here does not
+// run on a GPU (Engine::deviceNote()); empty otherwise.
+std::string engineDeviceNote(const agent::ModelClient& client);
+
 }  // namespace iris::app

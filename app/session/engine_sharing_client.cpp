@@ -262,4 +262,10 @@ std::string engineUseSummary(const agent::ModelClient& client) {
     return "loaded here (not shared)";
 }
 
+std::string engineDeviceNote(const agent::ModelClient& client) {
+    const auto* local = dynamic_cast<const agent::LocalEngineClient*>(&client);
+    if (local == nullptr || local->scheduler() == nullptr) return {};
+    return local->scheduler()->engine().deviceNote();
+}
+
 }  // namespace iris::app

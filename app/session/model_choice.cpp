@@ -83,6 +83,7 @@ std::shared_ptr<inference::Scheduler> findServing(Registry& r, const fs::path& m
 Result<std::shared_ptr<inference::Scheduler>> loadScheduler(const ModelChoice& choice,
                                                             LoadProgress onLoadProgress) {
     inference::EngineOptions options;
+    options.device = choice.device;
     options.threads = choice.threads;
     options.contextSize = choice.contextSize;
     options.maxSessions = choice.parallel;

@@ -22,6 +22,7 @@
 
 #include "agent/clients/model_client.h"
 #include "base/status.h"
+#include "inference/backend/device.h"
 #include "inference/scheduler.h"
 #include "inference/thread_pool.h"
 
@@ -43,6 +44,7 @@ struct ModelChoice {
     std::int64_t imageMaxPixels = 0;
     // The chat template to render instead of the file's (inference::EngineOptions::chatTemplate).
     std::optional<inference::ChatTemplateKind> chatTemplate;
+    inference::DeviceChoice device{};  // --device (inference/backend/device.h)
     int threads = inference::ThreadPool::hardwareThreads();
     std::int64_t contextSize = 16384;  // tokens per sequence
     // Sequences the engine runs at once (an evaluation's --parallel): its KV pool holds this many

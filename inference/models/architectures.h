@@ -8,9 +8,13 @@
 
 namespace iris::inference {
 
-Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file);      // qwen2.cpp
-Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file);    // qwen2vl.cpp
-Result<std::unique_ptr<Model>> createQwen3(const GgufFile& file);      // qwen3.cpp
-Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file);  // minimax_m3.cpp
+// qwen2.cpp
+Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file, const ModelBackend& backend);
+// qwen2vl.cpp
+Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file, const ModelBackend& backend);
+// qwen3.cpp
+Result<std::unique_ptr<Model>> createQwen3(const GgufFile& file, const ModelBackend& backend);
+// minimax_m3.cpp
+Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file, const ModelBackend& backend);
 
 }  // namespace iris::inference

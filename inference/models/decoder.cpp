@@ -3,80 +3,115 @@
 #include <string>
 #include <utility>
 
-#include "inference/models/gated_ffn.h"
+#include "inference/backend/backend.h"
+#include "inference/backend/cpu_backend.h"
+#include "inference/backend/cuda_backend.h"
 #include "inference/models/model_parts.h"
-#include "inference/models/rope_tables.h"
 #include "inference/models/tensor_binder.h"
-#include "kernels/rms_norm.h"
+#include "kernels/tensor_type.h"
 
 namespace iris::inference {
 namespace {
 
 class DecoderModel final : public Model {
 public:
-    DecoderModel(ModelConfig config, DecoderWeights weights)
-        : m_config(std::move(config)), m_weights(std::move(weights)) {
-        m_runner.pack(m_weights.output);
-        for (DecoderLayer& layer : m_weights.layers) {
-            for (Linear* w :
-                 {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
-                m_runner.pack(*w);
-        }
-    }
+    DecoderModel(ModelConfig config, DecoderWeights weights,
+                 std::unique_ptr<DecoderBackend> backend)
+        : m_config(std::move(config)),
+          m_weights(std::move(weights)),
+          m_backend(std::move(backend)) {}
+
+    // Hands every weight to the backend (packing on the CPU, upload on CUDA).
+    Status adoptWeights();
 
     const ModelConfig& config() const override { return m_config; }
+
+    Status bindCache(KvCache& cache) override { return m_backend->bindCache(cache); }
 
     Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                    std::vector<float>& logits) override;
 
 private:
     // x += attention(RMSNorm(x)) for one layer; writes the batch's K and V first.
-    void attentionBlock(int layer, std::span<const TokenInput> batch, KvCache& cache,
-                        ThreadPool& pool);
-    // x += FFN(RMSNorm(x)) for one layer.
-    void feedForwardBlock(const DecoderLayer& layer, std::int64_t tokens, ThreadPool& pool);
+    void attentionBlock(int layer, std::int64_t tokens);
+    // x += FFN(RMSNorm(x)) for one layer: down(silu(gate(x)) * up(x)).
+    void feedForwardBlock(const DecoderLayer& layer, std::int64_t tokens);
 
     ModelConfig m_config;
     DecoderWeights m_weights;
-    LinearRunner m_runner;  // owns the packed copies of the weights
-    GatedFfn m_ffn;
-    RopeTables m_rope;
-    // Scratch, reused across calls (forward is not reentrant).
-    std::vector<float> m_x, m_norm, m_q, m_k, m_v, m_attn, m_rows;
+    std::unique_ptr<DecoderBackend> m_backend;
 };
 
-void DecoderModel::attentionBlock(int li, std::span<const TokenInput> batch, KvCache& cache,
-                                  ThreadPool& pool) {
-    const ModelConfig& c = m_config;
-    const DecoderLayer& layer = m_weights.layers[std::size_t(li)];
-    const std::int64_t T = std::int64_t(batch.size()), D = c.hiddenSize, H = c.heads, G = c.kvHeads,
-                       hd = c.headDim;
-    float* x = m_x.data();
-    float* norm = growScratch(m_norm, T * D);
-    float* q = growScratch(m_q, T * H * hd);
-    float* k = growScratch(m_k, T * G * hd);
-    float* v = growScratch(m_v, T * G * hd);
-    float* attn = growScratch(m_attn, T * H * hd);
-    kernels::rmsNorm(x, D, layer.attnNorm, norm, D, T, D, c.rmsEps);
-    m_runner.run({{&layer.q, q}, {&layer.k, k}, {&layer.v, v}}, norm, T, pool);
-    if (layer.qNorm != nullptr) kernels::rmsNorm(q, hd, layer.qNorm, q, hd, T * H, hd, c.rmsEps);
-    if (layer.kNorm != nullptr) kernels::rmsNorm(k, hd, layer.kNorm, k, hd, T * G, hd, c.rmsEps);
-    m_rope.apply(q, int(H), int(hd));
-    m_rope.apply(k, int(G), int(hd));
-    writeKv(li, batch, k, v, nullptr, cache);
-    attendDense(li, batch, q, int(H), cache, pool, attn);
-    m_runner.run(layer.o, attn, T, norm, pool);  // norm is free here: reuse it for the projection
-    addResidual(x, norm, T * D);
+std::int64_t linearBytes(const Linear& w) {
+    return kernels::rowBytes(w.type, w.in) * w.out +
+           (w.bias != nullptr ? w.out * std::int64_t(sizeof(float)) : 0);
 }
 
-void DecoderModel::feedForwardBlock(const DecoderLayer& layer, std::int64_t T, ThreadPool& pool) {
-    const std::int64_t D = m_config.hiddenSize;
-    float* x = m_x.data();
-    float* norm = m_norm.data();
-    kernels::rmsNorm(x, D, layer.ffnNorm, norm, D, T, D, m_config.rmsEps);
-    m_ffn.run(layer.gate, layer.up, layer.down, GateActivation::SwiGlu, norm, T, norm, m_runner,
-              pool);
-    addResidual(x, norm, T * D);
+Status DecoderModel::adoptWeights() {
+    DecoderBackend& b = *m_backend;
+    const ModelConfig& c = m_config;
+    const GgufTensor& table = *m_weights.tokenEmbedding;
+    const auto vectorBytes = [](std::int64_t n) { return n * std::int64_t(sizeof(float)); };
+    std::int64_t bytes =
+        kernels::rowBytes(table.type, c.hiddenSize) * c.vocabSize + vectorBytes(c.hiddenSize);
+    if (m_weights.output.data != table.data.data()) bytes += linearBytes(m_weights.output);
+    for (const DecoderLayer& layer : m_weights.layers) {
+        for (const Linear* w :
+             {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+            bytes += linearBytes(*w);
+        bytes += vectorBytes(2 * c.hiddenSize + (layer.qNorm != nullptr ? 2 * c.headDim : 0));
+    }
+    IRIS_RETURN_IF_ERROR(b.beginLoading(bytes));
+    IRIS_RETURN_IF_ERROR(b.adoptEmbedding(*m_weights.tokenEmbedding, c.hiddenSize));
+    IRIS_RETURN_IF_ERROR(b.adoptVector(m_weights.outputNorm, c.hiddenSize));
+    IRIS_RETURN_IF_ERROR(b.adoptLinear(m_weights.output));
+    for (DecoderLayer& layer : m_weights.layers) {
+        for (Linear* w :
+             {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+            IRIS_RETURN_IF_ERROR(b.adoptLinear(*w));
+        IRIS_RETURN_IF_ERROR(b.adoptVector(layer.attnNorm, c.hiddenSize));
+        IRIS_RETURN_IF_ERROR(b.adoptVector(layer.ffnNorm, c.hiddenSize));
+        if (layer.qNorm != nullptr) IRIS_RETURN_IF_ERROR(b.adoptVector(layer.qNorm, c.headDim));
+        if (layer.kNorm != nullptr) IRIS_RETURN_IF_ERROR(b.adoptVector(layer.kNorm, c.headDim));
+    }
+    return b.finishLoading();
+}
+
+void DecoderModel::attentionBlock(int li, std::int64_t T) {
+    const ModelConfig& c = m_config;
+    const DecoderLayer& layer = m_weights.layers[std::size_t(li)];
+    const std::int64_t D = c.hiddenSize, H = c.heads, G = c.kvHeads, hd = c.headDim;
+    DecoderBackend& b = *m_backend;
+    float* x = b.scratch(Activations::X, T * D);
+    float* norm = b.scratch(Activations::Norm, T * D);
+    float* q = b.scratch(Activations::Q, T * H * hd);
+    float* k = b.scratch(Activations::K, T * G * hd);
+    float* v = b.scratch(Activations::V, T * G * hd);
+    float* attn = b.scratch(Activations::Attention, T * H * hd);
+    b.rmsNorm(x, layer.attnNorm, norm, T, D, c.rmsEps);
+    b.linear({{&layer.q, q}, {&layer.k, k}, {&layer.v, v}}, norm, T);
+    if (layer.qNorm != nullptr) b.rmsNorm(q, layer.qNorm, q, T * H, hd, c.rmsEps);
+    if (layer.kNorm != nullptr) b.rmsNorm(k, layer.kNorm, k, T * G, hd, c.rmsEps);
+    b.rope(q, int(H), int(hd));
+    b.rope(k, int(G), int(hd));
+    b.writeKv(li, k, v);
+    b.attend(li, q, int(H), attn);
+    b.linear({{&layer.o, norm}}, attn, T);  // norm is free here: reuse it for the projection
+    b.addResidual(x, norm, T * D);
+}
+
+void DecoderModel::feedForwardBlock(const DecoderLayer& layer, std::int64_t T) {
+    const std::int64_t D = m_config.hiddenSize, F = layer.gate.out;
+    DecoderBackend& b = *m_backend;
+    float* x = b.scratch(Activations::X, T * D);
+    float* norm = b.scratch(Activations::Norm, T * D);
+    float* gate = b.scratch(Activations::Gate, T * F);
+    float* up = b.scratch(Activations::Up, T * F);
+    b.rmsNorm(x, layer.ffnNorm, norm, T, D, m_config.rmsEps);
+    b.linear({{&layer.gate, gate}, {&layer.up, up}}, norm, T);
+    b.gatedActivation(GateActivation::SwiGlu, gate, up, T * F);
+    b.linear({{&layer.down, norm}}, gate, T);
+    b.addResidual(x, norm, T * D);
 }
 
 Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
@@ -84,16 +119,14 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
     const std::int64_t T = std::int64_t(batch.size());
     if (T == 0) return {};
     IRIS_RETURN_IF_ERROR(checkBatch(batch, cache, m_config));
-    embedTokens(batch, *m_weights.tokenEmbedding, m_config.hiddenSize,
-                growScratch(m_x, T * m_config.hiddenSize));
-    m_rope.build(batch, m_config);
+    IRIS_RETURN_IF_ERROR(m_backend->begin(batch, cache, m_config, pool));
+    float* x = m_backend->scratch(Activations::X, T * m_config.hiddenSize);
+    m_backend->embed(x);
     for (std::size_t l = 0; l < m_weights.layers.size(); ++l) {
-        attentionBlock(int(l), batch, cache, pool);
-        feedForwardBlock(m_weights.layers[l], T, pool);
+        attentionBlock(int(l), T);
+        feedForwardBlock(m_weights.layers[l], T);
     }
-    appendLogits(batch, m_x.data(), m_weights.outputNorm, m_config.rmsEps, m_weights.output,
-                 m_runner, pool, m_rows, logits);
-    return {};
+    return m_backend->finish(x, m_weights.outputNorm, m_config.rmsEps, m_weights.output, logits);
 }
 
 }  // namespace
@@ -208,8 +241,20 @@ Result<DecoderWeights> bindDecoderWeights(const GgufFile& file, const ModelConfi
     return w;
 }
 
-std::unique_ptr<Model> makeDecoderModel(ModelConfig config, DecoderWeights weights) {
-    return std::make_unique<DecoderModel>(std::move(config), std::move(weights));
+Result<std::unique_ptr<Model>> makeDecoderModel(ModelConfig config, DecoderWeights weights,
+                                                const ModelBackend& where) {
+    std::unique_ptr<DecoderBackend> backend;
+    if (where.cuda) {
+        Result<std::unique_ptr<DecoderBackend>> cuda = makeCudaBackend(config, where);
+        if (!cuda) return cuda.status();
+        backend = std::move(*cuda);
+    } else {
+        backend = makeCpuBackend();
+    }
+    auto model =
+        std::make_unique<DecoderModel>(std::move(config), std::move(weights), std::move(backend));
+    IRIS_RETURN_IF_ERROR(model->adoptWeights());
+    return std::unique_ptr<Model>(std::move(model));
 }
 
 }  // namespace iris::inference

@@ -4,7 +4,8 @@
 // multimodal RoPE) -> residual -> RMSNorm -> SwiGLU FFN -> residual, then RMSNorm and the output
 // projection (tied to the embedding when the file has no output.weight). Each architecture file
 // (qwen2.cpp, qwen3.cpp, qwen2vl.cpp) reads its hyper-parameters and names its tensors; this
-// file runs them, composed from the shared model parts (model_parts.h).
+// file runs them as operations of a DecoderBackend (inference/backend/backend.h: the CPU's
+// kernels or CUDA's), never calling a kernel itself.
 
 #include <memory>
 #include <string>
@@ -48,8 +49,10 @@ Result<ModelConfig> readDecoderConfig(const GgufFile& file, const std::string& a
 Result<DecoderWeights> bindDecoderWeights(const GgufFile& file, const ModelConfig& config,
                                           const DecoderTensorNames& names);
 
-// The model itself. Weight matrices with a faster packed layout on this CPU are packed here (a
-// copy made once; the file's mapping stays for the others).
-std::unique_ptr<Model> makeDecoderModel(ModelConfig config, DecoderWeights weights);
+// The model itself, on the backend `where` names (inference/backend/backend.h): on the CPU,
+// weight matrices with a faster packed layout are packed here (a copy made once; the file's
+// mapping stays for the others); on CUDA every weight is uploaded once in its GGUF type.
+Result<std::unique_ptr<Model>> makeDecoderModel(ModelConfig config, DecoderWeights weights,
+                                                const ModelBackend& where);
 
 }  // namespace iris::inference

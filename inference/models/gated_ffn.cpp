@@ -17,6 +17,17 @@ void swigluOai(const float* gate, const float* up, float* out, std::int64_t n) {
     }
 }
 
+void applyGate(GateActivation activation, float* gate, const float* up, std::int64_t n) {
+    switch (activation) {
+        case GateActivation::SwiGlu:
+            kernels::swiglu(gate, up, gate, n);
+            break;
+        case GateActivation::SwiGluOai:
+            swigluOai(gate, up, gate, n);
+            break;
+    }
+}
+
 void GatedFfn::run(const Linear& gate, const Linear& up, const Linear& down,
                    GateActivation activation, const float* x, std::int64_t rows, float* y,
                    LinearRunner& runner, ThreadPool& pool) {
@@ -24,14 +35,7 @@ void GatedFfn::run(const Linear& gate, const Linear& up, const Linear& down,
     float* g = growScratch(m_gate, n);
     float* u = growScratch(m_up, n);
     runner.run({{&gate, g}, {&up, u}}, x, rows, pool);
-    switch (activation) {
-        case GateActivation::SwiGlu:
-            kernels::swiglu(g, u, g, n);
-            break;
-        case GateActivation::SwiGluOai:
-            swigluOai(g, u, g, n);
-            break;
-    }
+    applyGate(activation, g, u, n);
     runner.run(down, g, rows, y, pool);
 }
 

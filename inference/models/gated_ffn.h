@@ -20,6 +20,9 @@ enum class GateActivation {
 // out = g' * sigmoid(1.702 g') * (u' + 1). out may alias gate or up.
 void swigluOai(const float* gate, const float* up, float* out, std::int64_t n);
 
+// gate[i] = act(gate[i], up[i]) for i < n.
+void applyGate(GateActivation activation, float* gate, const float* up, std::int64_t n);
+
 // Not reentrant: keeps its (rows x width) intermediates between calls.
 class GatedFfn {
 public:

@@ -228,7 +228,13 @@ Status bindWeights(const GgufFile& file, const ModelConfig& c, const m3::Hyper& 
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file) {
+Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file, const ModelBackend& backend) {
+    // The sparse attention, MoE and indexer have CUDA kernels but no backend path yet
+    // (docs/gpu-backend.md section 3); resolveDevice() keeps auto on the CPU for this model.
+    if (backend.cuda)
+        return Status::unsupported(file.name() +
+                                   ": architecture 'minimax-m3' has no CUDA path yet; use "
+                                   "--device cpu");
     ModelConfig config;
     m3::Hyper hyper;
     IRIS_RETURN_IF_ERROR(readHyper(file, config, hyper));

@@ -10,7 +10,7 @@ namespace {
 
 struct Architecture {
     std::string_view name;  // general.architecture
-    Result<std::unique_ptr<Model>> (*create)(const GgufFile&);
+    Result<std::unique_ptr<Model>> (*create)(const GgufFile&, const ModelBackend&);
 };
 
 constexpr std::array kArchitectures = {
@@ -29,11 +29,11 @@ std::vector<std::string> supportedArchitectures() {
     return names;
 }
 
-Result<std::unique_ptr<Model>> createModel(const GgufFile& file) {
+Result<std::unique_ptr<Model>> createModel(const GgufFile& file, const ModelBackend& backend) {
     Result<std::string> arch = file.getString("general.architecture");
     if (!arch) return arch.status();
     for (const Architecture& a : kArchitectures) {
-        if (a.name == *arch) return a.create(file);
+        if (a.name == *arch) return a.create(file, backend);
     }
     std::string known;
     for (const Architecture& a : kArchitectures)

@@ -75,6 +75,14 @@ public:
     virtual Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                            std::vector<float>& logits) = 0;
 
+    // Where the model's KV data lives when not in `cache`'s own pool (a GPU backend's device
+    // copy): allocates it for `cache`'s geometry. forward() does it on first use of a cache; the
+    // engine calls it at load so that running out of device memory is a load error.
+    virtual Status bindCache(KvCache& cache) {
+        (void)cache;
+        return {};
+    }
+
     // Runs every layer with dense attention even where the architecture attends sparsely
     // (MiniMax-M3's MSA layers still write their indexer keys), for comparisons. Returns whether
     // the model has sparse layers at all. The environment variable IRIS_DENSE_ATTENTION=1 sets
@@ -85,9 +93,18 @@ public:
     }
 };
 
+// Where a model runs (inference/backend/device.h decides it from --device).
+struct ModelBackend {
+    bool cuda = false;
+    int device = 0;                     // CUDA device index
+    std::int64_t maxBatchTokens = 512;  // scratch sized at load for batches this large
+};
+
 // Creates the model for `file` (which must outlive it). Unsupported for an architecture Iris does
-// not know; Corrupt/NotFound naming the key or tensor for missing or inconsistent parts.
-Result<std::unique_ptr<Model>> createModel(const GgufFile& file);
+// not know or one without a path on the chosen backend; Corrupt/NotFound naming the key or
+// tensor for missing or inconsistent parts; OutOfRange when the weights do not fit the device.
+Result<std::unique_ptr<Model>> createModel(const GgufFile& file,
+                                           const ModelBackend& backend = {});
 
 // Architectures createModel accepts.
 std::vector<std::string> supportedArchitectures();

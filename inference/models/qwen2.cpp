@@ -5,13 +5,13 @@
 
 namespace iris::inference {
 
-Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file) {
+Result<std::unique_ptr<Model>> createQwen2(const GgufFile& file, const ModelBackend& backend) {
     Result<ModelConfig> config = readDecoderConfig(file, "qwen2");
     if (!config) return config.status();
     Result<DecoderWeights> weights =
         bindDecoderWeights(file, *config, {.qkvBias = true, .qkNorm = false});
     if (!weights) return weights.status();
-    return makeDecoderModel(std::move(*config), std::move(*weights));
+    return makeDecoderModel(std::move(*config), std::move(*weights), backend);
 }
 
 }  // namespace iris::inference

@@ -9,7 +9,7 @@
 
 namespace iris::inference {
 
-Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file) {
+Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file, const ModelBackend& backend) {
     Result<ModelConfig> config = readDecoderConfig(file, "qwen2vl");
     if (!config) return config.status();
     const std::string key = "qwen2vl.rope.dimension_sections";
@@ -45,7 +45,7 @@ Result<std::unique_ptr<Model>> createQwen2Vl(const GgufFile& file) {
     Result<DecoderWeights> weights =
         bindDecoderWeights(file, *config, {.qkvBias = true, .qkNorm = false});
     if (!weights) return weights.status();
-    return makeDecoderModel(std::move(*config), std::move(*weights));
+    return makeDecoderModel(std::move(*config), std::move(*weights), backend);
 }
 
 }  // namespace iris::inference

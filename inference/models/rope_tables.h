@@ -23,6 +23,10 @@ public:
     // tokens of the last build()).
     void apply(float* x, int heads, int headDim) const;
 
+    // The tables of the last build(), tokens x ropeDims / 2 each (what a device backend uploads).
+    std::span<const float> cosines() const { return m_cos; }
+    std::span<const float> sines() const { return m_sin; }
+
 private:
     int m_dims = 0;
     std::int64_t m_tokens = 0;

@@ -41,7 +41,12 @@ TEST(CliModelOptions, ChooseTheLocalEngineTheEndpointOrNone) {
     EXPECT_EQ(local->mmprojPath, "p.gguf");
     EXPECT_EQ(local->threads, 2);
     EXPECT_EQ(local->contextSize, 4096);
+    EXPECT_EQ(local->device.kind, inference::DeviceKind::Auto) << "--device defaults to auto";
     EXPECT_TRUE(local->shareEngine);
+    Result<ModelChoice> gpu = choiceOf({"--model", "m.gguf", "--device", "cuda:1"});
+    ASSERT_TRUE(gpu) << gpu.status().message();
+    EXPECT_EQ(gpu->device.kind, inference::DeviceKind::Cuda);
+    EXPECT_EQ(gpu->device.index, 1);
     Result<ModelChoice> alone = choiceOf({"--model", "m.gguf", "--no-shared-engine"});
     ASSERT_TRUE(alone) << alone.status().message();
     EXPECT_FALSE(alone->shareEngine);
@@ -80,6 +85,8 @@ TEST(CliModelOptions, ErrorsNameTheOption) {
         {{"--model", "m.gguf", "--ctx-size", "255"}, "--ctx-size >= 256"},
         {{"--model", "m.gguf", "--kv-disk-gb", "-1"}, "--kv-disk-gb must be 0 (off)"},
         {{"--model", "m.gguf", "--kv-resident-mb", "-1"}, "--kv-resident-mb and --kv-host-mb"},
+        {{"--model", "m.gguf", "--device", "gpu"},
+         "--device 'gpu' is not one of auto, cpu, cuda, cuda:N"},
         {{"--endpoint", "http://h/v1", "--api-key-env", "IRIS_TEST_UNSET_KEY_VARIABLE"},
          "--api-key-env: the environment variable IRIS_TEST_UNSET_KEY_VARIABLE is not set"},
     };

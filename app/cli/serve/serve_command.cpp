@@ -13,6 +13,7 @@
 
 #include "app/cli/agent_setup.h"
 #include "app/cli/arguments.h"
+#include "app/cli/device_option.h"
 #include "app/cli/engine_commands.h"
 #include "app/cli/interrupt_watcher.h"
 #include "app/session/engine_sharing.h"
@@ -36,6 +37,7 @@ constexpr OptionSpec kOptions[] = {
                              "(default 4)"},
     {"ctx-size", "c", true, "context size in tokens per sequence (default 4096)"},
     {"threads", "t", true, "compute threads (default: all cores)"},
+    kDeviceOption,
     {"kv-disk-gb", "", true,
      "keep KV blocks in ~/.cache/iris/kv up to N GiB; prompt prefixes seen before (also before "
      "a restart) are read back instead of recomputed (default 0: off)"},
@@ -95,9 +97,12 @@ Result<ServeSettings> readSettings(const Arguments& args) {
     IRIS_RETURN_IF_ERROR(kvDiskBytes.status());
     Result<inference::KvTierOptions> tiers = kvTierOptionsFromArguments(args, *kvDiskBytes);
     IRIS_RETURN_IF_ERROR(tiers.status());
+    const Result<inference::DeviceChoice> device = deviceFromArguments(args);
+    IRIS_RETURN_IF_ERROR(device.status());
     Result<ModelFiles> files = resolveModelOption(*model);
     IRIS_RETURN_IF_ERROR(files.status());
     ServeSettings settings;
+    settings.engine.device = *device;
     settings.engine.kvTiers = std::move(*tiers);
     settings.scheduler.kvDisk = kvDiskOptions(*kvDiskBytes);
     settings.model = files->model;
@@ -182,6 +187,7 @@ std::unique_ptr<inference::Scheduler> loadModel(const ServeSettings& settings,
     std::thread loader([&] {
         Result<std::unique_ptr<inference::Engine>> engine =
             inference::Engine::load(settings.model, settings.engine);
+        if (engine) reportDevice(**engine, "iris serve", std::cerr);
         Result<std::unique_ptr<inference::Scheduler>> started =
             engine ? inference::Scheduler::start(std::move(*engine), settings.scheduler)
                    : Result<std::unique_ptr<inference::Scheduler>>(engine.status());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "inference/models/model.h"
+#include "tests/inference/models/chunked_logits.h"
 #include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/tiny_model.h"
 
@@ -26,31 +27,10 @@ std::vector<float> engineLogits(Model& model, const std::vector<std::int32_t>& t
                                 const std::vector<std::array<std::int32_t, 4>>& positions,
                                 std::size_t chunk, TensorType kvType = TensorType::F32,
                                 int threads = 2) {
-    ThreadPool pool(threads);
-    Result<KvCache> cache = KvCache::create(model.kvCacheOptions(64, 16, kvType));
-    EXPECT_TRUE(cache);
-    const SequenceId seq = cache->newSequence();
-    std::vector<float> logits;
-    for (std::size_t begin = 0; begin < tokens.size(); begin += chunk) {
-        const std::size_t end = std::min(tokens.size(), begin + chunk);
-        EXPECT_TRUE(cache->extend(seq, std::int64_t(end)).isOk());
-        std::vector<TokenInput> batch;
-        for (std::size_t i = begin; i < end; ++i)
-            batch.push_back({tokens[i], seq, std::int64_t(i), positions[i], true});
-        const Status status = model.forward(batch, *cache, pool, logits);
-        EXPECT_TRUE(status.isOk()) << status.message();
-    }
-    return logits;
+    return testing::chunkedLogits(model, tokens, positions, {chunk, kvType, threads, {}, {}});
 }
 
-double relativeError(const std::vector<float>& got, const std::vector<double>& want) {
-    double maxDiff = 0, maxRef = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - want[i]));
-        maxRef = std::max(maxRef, std::fabs(want[i]));
-    }
-    return maxDiff / maxRef;
-}
+using testing::relativeError;
 
 std::vector<std::int32_t> someTokens(std::size_t n, std::int64_t vocab) {
     std::vector<std::int32_t> tokens(n);

@@ -1,0 +1,192 @@
+// Whole models on the CUDA backend against the same models on the CPU backend: the tiny random
+// qwen2, qwen3 and qwen2vl files (tiny_model.h), prefill chunks (tensor-core products, prefill
+// attention), token-by-token decoding (decode products, decode attention) and greedy generation.
+// Skip with the reason where no GPU can be used (cuda_test_support.h).
+//
+// Tolerances, relative to the largest |logit| of the CPU's logits:
+//  - decode steps with f32 weights: the products take the f32 activations as they are (no
+//    rounding), so only the order of f32 sums differs: 1e-4 (the CPU's own f32 vs float64
+//    distance is 1e-6 in decoder_test.cpp, two layers of reordered sums stay far below 1e-4).
+//  - prefill chunks: matmulPrefill rounds activations and weights to bf16 (8 significant bits,
+//    relative error 2^-9 each); over two layers of four products plus the output projection the
+//    logits move by about 1% of their range on these random models: 3e-2.
+//  - q8_0 weights in decode: activations are quantised to 8 bits per 32 values on both backends
+//    (the CPU's kernels do the same for quantised weights), so the error is the f32 sum order
+//    plus differently rounded activation scales: 1e-2.
+// Greedy tokens must be equal for f32 weights when every token goes through the decode path.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "inference/models/model.h"
+#include "tests/inference/models/chunked_logits.h"
+#include "tests/inference/models/loaded_model.h"
+#include "tests/inference/models/tiny_model.h"
+#include "tests/kernels/cuda_test_support.h"
+
+namespace iris::inference {
+namespace {
+
+using kernels::TensorType;
+using testing::TinyModelSpec;
+
+struct TwoModels {
+    std::unique_ptr<testing::LoadedModel> cpu;  // holds the file both models read
+    std::unique_ptr<Model> cuda;
+};
+
+TwoModels loadBoth(const TinyModelSpec& spec) {
+    TwoModels m;
+    m.cpu = testing::loadModelBytes(testing::makeTinyModel(spec), "tiny.gguf");
+    if (!m.cpu->model) return m;
+    Result<std::unique_ptr<Model>> cuda = createModel(*m.cpu->file, ModelBackend{true, 0, 64});
+    EXPECT_TRUE(cuda) << cuda.status().message();
+    if (cuda) m.cuda = std::move(*cuda);
+    return m;
+}
+
+TinyModelSpec cudaShapedSpec(const std::string& arch, TensorType weights) {
+    TinyModelSpec spec;
+    spec.arch = arch;
+    spec.weightType = weights;
+    spec.hidden = 128;
+    spec.heads = 4;
+    spec.kvHeads = 2;
+    spec.headDim = 32;  // the CUDA attention takes multiples of 32
+    spec.ffn = 256;
+    spec.sections = {4, 6, 6, 0};  // qwen2vl: 16 frequency pairs
+    return spec;
+}
+
+// Logits of every token fed in chunks of `chunk`, on an f16 cache as the engine's default;
+// `images` (may be empty) injects embeddings.
+std::vector<float> runChunks(Model& model, const std::vector<std::int32_t>& tokens,
+                             const std::vector<std::array<std::int32_t, 4>>& positions,
+                             const std::vector<const float*>& images, std::size_t chunk) {
+    return testing::chunkedLogits(model, tokens, positions,
+                                  {chunk, TensorType::F16, 2, images, {}});
+}
+
+using testing::relativeError;
+
+struct CudaCase {
+    std::string arch;
+    TensorType weights;
+    double decodeTolerance;
+};
+
+class CudaBackendMatchesCpu : public kernels::cuda_test::CudaTest,
+                              public ::testing::WithParamInterface<CudaCase> {};
+
+TEST_P(CudaBackendMatchesCpu, PrefillAndDecodeLogits) {
+    const CudaCase& c = GetParam();
+    const TinyModelSpec spec = cudaShapedSpec(c.arch, c.weights);
+    TwoModels m = loadBoth(spec);
+    ASSERT_TRUE(m.cpu->model && m.cuda);
+    std::vector<std::int32_t> tokens(23);
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        tokens[i] = std::int32_t((i * 37 + 11) % std::size_t(spec.vocab));
+    auto positions = testing::textPositions(tokens.size());
+    // qwen2vl: tokens 5..16 are a 3 x 4 image, with their own (t, h, w) positions and input
+    // vectors (as the CPU vision tower would hand them over), uploaded by the CUDA backend.
+    std::vector<float> imageRows;
+    std::vector<const float*> images;
+    if (c.arch == "qwen2vl") {
+        imageRows.resize(std::size_t(12 * spec.hidden));
+        for (std::size_t i = 0; i < imageRows.size(); ++i)
+            imageRows[i] = 0.5f * std::sin(0.37f * float(i));
+        images.assign(tokens.size(), nullptr);
+        for (std::size_t i = 5; i < 17; ++i) {
+            positions[i] = {5, std::int32_t(5 + (i - 5) / 4), std::int32_t(5 + (i - 5) % 4), 0};
+            images[i] = imageRows.data() + (i - 5) * std::size_t(spec.hidden);
+        }
+        for (std::size_t i = 17; i < tokens.size(); ++i)
+            positions[i].fill(std::int32_t(9 + i - 17));
+    }
+    const auto cpuPrefill = runChunks(*m.cpu->model, tokens, positions, images, 16);
+    const auto gpuPrefill = runChunks(*m.cuda, tokens, positions, images, 16);
+    ASSERT_EQ(cpuPrefill.size(), gpuPrefill.size());
+    EXPECT_LT(relativeError(gpuPrefill, cpuPrefill), 3e-2) << "prefill chunks of 16";
+    const auto cpuDecode = runChunks(*m.cpu->model, tokens, positions, images, 1);
+    const auto gpuDecode = runChunks(*m.cuda, tokens, positions, images, 1);
+    EXPECT_LT(relativeError(gpuDecode, cpuDecode), c.decodeTolerance) << "token by token";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, CudaBackendMatchesCpu,
+                         ::testing::Values(CudaCase{"qwen2", TensorType::F32, 1e-4},
+                                           CudaCase{"qwen3", TensorType::F32, 1e-4},
+                                           CudaCase{"qwen2vl", TensorType::F32, 1e-4},
+                                           CudaCase{"qwen2", TensorType::Q8_0, 1e-2},
+                                           CudaCase{"qwen3", TensorType::Q4_0, 1e-2}),
+                         [](const auto& p) {
+                             return p.param.arch + "_" +
+                                    std::string(kernels::tensorTypeInfo(p.param.weights).name);
+                         });
+
+class CudaBackendGreedy : public kernels::cuda_test::CudaTest {};
+
+// Greedy generation, one token per step on both backends: the same tokens.
+TEST_F(CudaBackendGreedy, SameTokensAsTheCpuForF32Weights) {
+    for (const char* arch : {"qwen2", "qwen3"}) {
+        const TinyModelSpec spec = cudaShapedSpec(arch, TensorType::F32);
+        TwoModels m = loadBoth(spec);
+        ASSERT_TRUE(m.cpu->model && m.cuda);
+        std::vector<std::int32_t> generated[2];
+        Model* models[2] = {m.cpu->model.get(), m.cuda.get()};
+        for (int b = 0; b < 2; ++b) {
+            ThreadPool pool(2);
+            Result<KvCache> cache =
+                KvCache::create(models[b]->kvCacheOptions(16, 16, TensorType::F16));
+            ASSERT_TRUE(cache);
+            const SequenceId seq = cache->newSequence();
+            std::int32_t token = 7;
+            for (std::int64_t i = 0; i < 40; ++i) {
+                ASSERT_TRUE(cache->extend(seq, i + 1).isOk());
+                const TokenInput in{
+                    token,
+                    seq,
+                    i,
+                    {std::int32_t(i), std::int32_t(i), std::int32_t(i), std::int32_t(i)},
+                    true};
+                std::vector<float> logits;
+                ASSERT_TRUE(models[b]->forward({&in, 1}, *cache, pool, logits).isOk());
+                token =
+                    std::int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                generated[b].push_back(token);
+            }
+        }
+        EXPECT_EQ(generated[0], generated[1]) << arch;
+    }
+}
+
+// Copy on write of a shared partial block must happen in the device pool too (KvPoolMirror):
+// a fork that extends a shared block and writes into it reads its own copy afterwards.
+TEST_F(CudaBackendGreedy, ForkedSequencesKeepTheirOwnKv) {
+    const TinyModelSpec spec = cudaShapedSpec("qwen2", TensorType::F32);
+    TwoModels m = loadBoth(spec);
+    ASSERT_TRUE(m.cpu->model && m.cuda);
+    std::vector<float> results[2];
+    Model* models[2] = {m.cpu->model.get(), m.cuda.get()};
+    for (int b = 0; b < 2; ++b) {
+        ThreadPool pool(2);
+        Result<KvCache> cache = KvCache::create(models[b]->kvCacheOptions(16, 16, TensorType::F16));
+        ASSERT_TRUE(cache);
+        const SequenceId a = cache->newSequence();
+        ASSERT_TRUE(cache->extend(a, 10).isOk());
+        std::vector<TokenInput> batch;
+        for (std::int32_t i = 0; i < 10; ++i)
+            batch.push_back({i + 3, a, i, {i, i, i, i}, false});
+        ASSERT_TRUE(models[b]->forward(batch, *cache, pool, results[b]).isOk());
+        const SequenceId fork = cache->fork(a, 6);  // shares the partial first block
+        ASSERT_TRUE(cache->extend(fork, 7).isOk());
+        ASSERT_TRUE(cache->extend(a, 11).isOk());
+        const TokenInput two[2] = {{50, fork, 6, {6, 6, 6, 6}, true},
+                                   {60, a, 10, {10, 10, 10, 10}, true}};
+        ASSERT_TRUE(models[b]->forward(two, *cache, pool, results[b]).isOk());
+    }
+    EXPECT_LT(relativeError(results[1], results[0]), 1e-4);
+}
+
+}  // namespace
+}  // namespace iris::inference

@@ -55,7 +55,10 @@ ChatRequest buildChatRequest(const PromptSettings& settings, std::span<const Ste
         addText(task, std::string(kTargetCaption));
         addImage(task, settings.target);
     }
-    if (!settings.projectFiles.empty()) addText(task, "Project files:\n" + settings.projectFiles);
+    // The listing is for a model that can open the files: only the tool format has file tools. A
+    // UI-TARS-style model would read it as part of the task, one it was not trained with.
+    if (tools && settings.fileTools && !settings.projectFiles.empty())
+        addText(task, "Project files:\n" + settings.projectFiles);
     request.messages.push_back(std::move(task));
 
     const std::size_t steps = history.size() + 1;

@@ -36,9 +36,10 @@ struct PromptSettings {
     std::string instruction;
     int screenWidth = 0;  // observation pixels
     int screenHeight = 0;
-    bool browser = false;      // one browser page (navigate exists) rather than a whole desktop
-    bool fileTools = false;    // a web-project workspace is open
-    std::string projectFiles;  // listing shown with the task, may be empty
+    bool browser = false;    // one browser page (navigate exists) rather than a whole desktop
+    bool fileTools = false;  // a web-project workspace is open
+    // The project's file listing, shown with the task to a ToolCalls model with fileTools.
+    std::string projectFiles;
     std::shared_ptr<const EncodedImage> target;  // visual-feedback goal, may be null
     int screenshotsInHistory = 3;
 };

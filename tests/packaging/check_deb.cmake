@@ -25,7 +25,10 @@ foreach(path
         ./usr/share/iris/demo/target.png
         ./usr/share/iris/demo/demonstration.json
         ./usr/share/iris/demo/project/style.css
-        ./usr/share/iris/models/catalogue.json)
+        ./usr/share/iris/models/catalogue.json
+        ./usr/share/iris/models/iris-tiny-cua/iris-tiny-cua-f16.gguf
+        ./usr/share/iris/models/iris-tiny-cua/mmproj-iris-tiny-cua-f16.gguf
+        ./usr/share/iris/tasks/examples/synthetic-grounding/heldout-000000.json)
     string(FIND "${contents}" " ${path}\n" at)
     if(at EQUAL -1)
         message(FATAL_ERROR "${debs} lacks ${path}; it contains:\n${contents}")
@@ -62,5 +65,16 @@ execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=IRIS_DATA_DIR
                 RESULT_VARIABLE rc OUTPUT_VARIABLE catalogue ERROR_VARIABLE catalogue)
 if(NOT rc EQUAL 0 OR NOT catalogue MATCHES "ui-tars-1.5-7b")
     message(FATAL_ERROR "the packaged iris models list --catalogue failed (${rc}):\n${catalogue}")
+endif()
+# And runs its bundled model live on a bundled task, from the installed files.
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=IRIS_DATA_DIR --unset=IRIS_MODELS_DIR
+                        QT_QPA_PLATFORM=offscreen QTWEBENGINE_DISABLE_SANDBOX=1
+                        "${WORK_DIR}/root/usr/bin/iris" demo --live --threads 2
+                        --workdir "${WORK_DIR}/live"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE live ERROR_VARIABLE live)
+string(FIND "${live}" "Live: iris-tiny-cua (${WORK_DIR}/root/usr/share/iris/models/iris-tiny-cua/"
+       installed)
+if(NOT rc EQUAL 0 OR installed EQUAL -1 OR NOT live MATCHES "1/1 tasks")
+    message(FATAL_ERROR "the packaged iris demo --live failed (${rc}):\n${live}")
 endif()
 message(STATUS "${debs} is complete:\n${fields}")

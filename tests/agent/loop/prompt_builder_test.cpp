@@ -92,5 +92,27 @@ TEST(PromptBuilder, OpensWithUiTarsPromptAndTheTaskInTheFirstUserTurn) {
     EXPECT_TRUE(request.messages[0].content.back().isImage());
 }
 
+TEST(PromptBuilder, ListsTheProjectFilesOnlyToAModelWithFileTools) {
+    PromptSettings settings;
+    settings.instruction = "make the title blue";
+    settings.fileTools = true;
+    settings.projectFiles = "index.html (120 bytes)\n";
+    auto text = [&](ActionFormat format) {
+        settings.format = format;
+        std::string all;
+        for (const ChatMessage& message :
+             buildChatRequest(settings, {}, {image(0), {}, {}, {}}).messages)
+            for (const ContentPart& part : message.content)
+                all += part.text;
+        return all;
+    };
+    EXPECT_NE(text(ActionFormat::ToolCalls).find("Project files:\nindex.html (120 bytes)"),
+              std::string::npos);
+    // The others cannot open a file; the bundled model's prompt must be the one it was trained on.
+    for (ActionFormat format :
+         {ActionFormat::UiTars, ActionFormat::Pyautogui, ActionFormat::Computer13})
+        EXPECT_EQ(text(format).find("Project files"), std::string::npos) << int(format);
+}
+
 }  // namespace
 }  // namespace iris::agent

@@ -198,10 +198,11 @@ Result<ChatResponse> LocalEngineClient::complete(const ChatRequest& request,
     if (!result) return result.status().withContext(m_name + ": ");
     m_lastReused = result->reusedTokens;
     m_lastImagesEncoded = result->imagesEncoded;
-    if (result->stop == inference::StopReason::Cancelled) {
-        return Status::cancelled(
-            m_name + (callerStopped ? ": cancelled by the text callback" : ": cancelled"));
-    }
+    // The caller's "stop" wins even when the scheduler, decoding ahead of the stream, had already
+    // finished the answer by the time the callback said it (the last piece can be the one refused).
+    if (callerStopped) return Status::cancelled(m_name + ": cancelled by the text callback");
+    if (result->stop == inference::StopReason::Cancelled)
+        return Status::cancelled(m_name + ": cancelled");
     if (onText && result->text.size() > streamed &&
         !deliver(std::string_view(result->text).substr(streamed))) {
         return Status::cancelled(m_name + ": cancelled by the text callback");

@@ -217,7 +217,9 @@ def main():
     print(f"{len(examples)} training examples, {len(held_rows)} held out; vocabulary "
           f"{len(vocab)}; parameters: tower {tower / 1e6:.2f} M, decoder {decoder / 1e6:.2f} M")
 
-    order = random.Random(args.seed)
+    # A resumed run draws on from a stream of its own: the seed alone would replay the batches of
+    # the steps already taken.
+    order = random.Random(args.seed if step == 0 else f"{args.seed}/{step}")
     log = open(os.path.join(args.out, "log.jsonl"), "a", encoding="utf-8")
     train_started = time.time()
     while step < args.steps and time.time() - train_started < args.minutes * 60:

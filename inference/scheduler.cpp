@@ -231,6 +231,9 @@ void Scheduler::loop() {
             for (std::unique_ptr<Sequence>& sequence : m_submitted)
                 m_waiting.push_back(std::move(sequence));
             m_submitted.clear();
+            // submit() counts m_stats.waiting plus m_submitted against maxWaiting: the requests
+            // just moved must stay counted, or a submit() during this step would see neither.
+            m_stats.waiting = int(m_waiting.size());
             stopping = m_stopping;
         }
         if (stopping) {
@@ -245,6 +248,11 @@ void Scheduler::loop() {
             return;
         }
         admit();
+        {
+            std::lock_guard lock(m_mutex);
+            m_stats.waiting = int(m_waiting.size());
+            m_stats.running = int(m_running.size());
+        }
         advanceImages();
         publishStats(step());
     }

@@ -203,6 +203,12 @@ void OpenAiServer::stop() {
     // generations once it sees m_stopping.
     inference::Scheduler* scheduler = m_schedulerView.load();
     if (scheduler != nullptr && m_options.shutdownSchedulerOnStop) scheduler->shutdown();
+    {
+        // Bounded: a client that reads nothing can hold its stream's headers in the socket.
+        std::unique_lock lock(m_streamsMutex);
+        m_streamsChanged.wait_for(lock, std::chrono::seconds(2),
+                                  [&] { return m_streamsStarting == 0; });
+    }
     m_http->stop();
     if (m_thread.joinable()) m_thread.join();
     std::lock_guard lock(m_mutex);

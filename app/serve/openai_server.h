@@ -9,6 +9,7 @@
 // logged as one line on stderr: method, path, status, tokens, seconds; never bodies or headers.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +95,12 @@ private:
     void answerCompletion(Job& job, const httplib::Request& request,
                           httplib::Response& response);
     bool streamCompletion(Job& job, httplib::DataSink& sink);
+    // Answers with Server-Sent Events written by `write` (streamChat or streamCompletion).
+    void stream(httplib::Response& response, std::shared_ptr<Job> job,
+                bool (OpenAiServer::*write)(Job&, httplib::DataSink&));
+    // The job's stream is under way (its provider called) or will never be (its response
+    // dropped): it no longer holds up stop().
+    void streamStarted(Job& job);
     bool streamFailed(Job& job, httplib::DataSink& sink,
                       const Result<inference::GenerateResult>& result);
 
@@ -106,6 +113,13 @@ private:
     std::atomic<std::uint64_t> m_nextId{0};
     std::string m_idSalt;  // per server start, so ids differ across restarts
     std::int64_t m_startedAt = 0;
+
+    // Streams from their submit to httplib's first call of their content provider. stop() waits
+    // for them before it closes the listening socket: httplib calls no provider once that is
+    // closed, and such a client would get an empty 200 instead of the shutting_down event.
+    std::mutex m_streamsMutex;
+    std::condition_variable m_streamsChanged;
+    int m_streamsStarting = 0;
 
     std::mutex m_stopMutex;      // one stop() at a time
     mutable std::mutex m_mutex;  // guards m_scheduler

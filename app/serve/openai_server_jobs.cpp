@@ -89,6 +89,7 @@ struct OpenAiServer::Job {
     Clock::time_point submitted;
     bool includeUsage = false;
     bool clientGone = false;
+    bool streamPending = false;  // counted in m_streamsStarting
     // Chat: how the answer is read back.
     bool parseToolCalls = false;
     bool miniMax = false;
@@ -159,14 +160,48 @@ std::shared_ptr<OpenAiServer::Job> OpenAiServer::submit(httplib::Response& respo
                      std::chrono::system_clock::now().time_since_epoch())
                      .count()};
     job->submitted = Clock::now();
+    if (settings.stream) {
+        std::lock_guard lock(m_streamsMutex);
+        ++m_streamsStarting;
+        job->streamPending = true;
+    }
+    // Counted first: a stop() that did not see this stream has set m_stopping already.
     Result<std::shared_ptr<inference::GenerationHandle>> handle =
-        scheduler.submit(std::move(request));
+        m_stopping ? Status::unavailable("the server is shutting down")
+                   : scheduler.submit(std::move(request));
     if (!handle) {
+        streamStarted(*job);
         fail(response, handle.status());
         return nullptr;
     }
     job->handle = std::move(*handle);
     return job;
+}
+
+void OpenAiServer::streamStarted(Job& job) {
+    if (!job.streamPending) return;
+    job.streamPending = false;
+    {
+        std::lock_guard lock(m_streamsMutex);
+        --m_streamsStarting;
+    }
+    m_streamsChanged.notify_all();
+}
+
+void OpenAiServer::stream(httplib::Response& response, std::shared_ptr<Job> job,
+                          bool (OpenAiServer::*write)(Job&, httplib::DataSink&)) {
+    // httplib calls the provider once (it writes the whole stream), then the releaser when the
+    // response goes, provider called or not; both on this connection's thread.
+    response.set_chunked_content_provider(
+        "text/event-stream",
+        [this, job, write](std::size_t, httplib::DataSink& sink) {
+            streamStarted(*job);
+            return (this->*write)(*job, sink);
+        },
+        [this, job](bool) {
+            streamStarted(*job);
+            job->handle->cancel();  // a no-op once it has finished
+        });
 }
 
 Result<inference::GenerateResult> OpenAiServer::follow(
@@ -242,10 +277,7 @@ void OpenAiServer::chatCompletions(const httplib::Request& request, httplib::Res
     job->toolsJson = std::move(toolsJson);
     job->forcedText = std::move(forcedText);
     if (!parsed->settings.stream) return answerChat(*job, request, response);
-    response.set_chunked_content_provider(
-        "text/event-stream",
-        [this, job](std::size_t, httplib::DataSink& sink) { return streamChat(*job, sink); },
-        [job](bool) { job->handle->cancel(); });  // a no-op once it has finished
+    stream(response, std::move(job), &OpenAiServer::streamChat);
 }
 
 void OpenAiServer::completions(const httplib::Request& request, httplib::Response& response) {
@@ -258,10 +290,7 @@ void OpenAiServer::completions(const httplib::Request& request, httplib::Respons
     std::shared_ptr<Job> job = submit(response, std::move(*prompt), parsed->settings, "cmpl");
     if (job == nullptr) return;
     if (!parsed->settings.stream) return answerCompletion(*job, request, response);
-    response.set_chunked_content_provider(
-        "text/event-stream",
-        [this, job](std::size_t, httplib::DataSink& sink) { return streamCompletion(*job, sink); },
-        [job](bool) { job->handle->cancel(); });
+    stream(response, std::move(job), &OpenAiServer::streamCompletion);
 }
 
 void OpenAiServer::answerChat(Job& job, const httplib::Request& request,

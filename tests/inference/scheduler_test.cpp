@@ -532,6 +532,61 @@ TEST_F(SchedulerLimits, AFullQueueSaysUnavailableAndCancellationEndsRequestsAtTh
     EXPECT_EQ(stats.running + stats.waiting, 0);
 }
 
+// The limit holds at every moment, also while the scheduler thread is inside a step: a request it
+// has taken from the submit queue into its waiting line still counts. (Once, for the length of a
+// step, it counted in neither, and a request over the limit got in: the server's 429 test saw a
+// 200 about one run in fifty.)
+TEST_F(SchedulerLimits, TheWaitingLimitHoldsWhileTheSchedulerSteps) {
+    testing::TinyModelSpec spec;
+    spec.vocab = 288;
+    spec.withTokenizer = true;
+    spec.endless = true;  // the running request never ends by itself
+    m_setup.model = m_scratch.write("endless.gguf", testing::makeTinyModel(spec));
+    m_setup.options.contextSize = 1 << 14;
+    SchedulerOptions options;
+    options.maxRunning = 1;
+    options.maxWaiting = 1;
+    std::unique_ptr<Scheduler> scheduler = startScheduler(m_setup, 1, options);
+    ASSERT_TRUE(scheduler);
+    const std::int64_t endless = m_setup.options.contextSize - 16;
+    Result<std::shared_ptr<GenerationHandle>> running =
+        scheduler->submit(greedy(randomTokens(8, 1), endless));
+    ASSERT_TRUE(running);
+    while (scheduler->stats().running == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Each round queues one request behind the running one and then tries to queue more while
+    // the scheduler steps; the window was one step long, so it takes rounds to hit it surely.
+    int accepted = 0;
+    for (int round = 0; round < 20; ++round) {
+        Result<std::shared_ptr<GenerationHandle>> waiting =
+            scheduler->submit(greedy(randomTokens(8, 2), 4));
+        ASSERT_TRUE(waiting) << waiting.status().message();
+        std::vector<std::shared_ptr<GenerationHandle>> extra;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            Result<std::shared_ptr<GenerationHandle>> more =
+                scheduler->submit(greedy(randomTokens(8, 3), 4));
+            if (more) {
+                ++accepted;
+                extra.push_back(*more);
+            } else {
+                EXPECT_EQ(more.status().code(), StatusCode::Unavailable);
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        // Cancelled, they leave the line at the next step (result() waits for that).
+        (*waiting)->cancel();
+        for (const auto& handle : extra)
+            handle->cancel();
+        ASSERT_TRUE((*waiting)->result());
+        for (const auto& handle : extra)
+            ASSERT_TRUE(handle->result());
+    }
+    EXPECT_EQ(accepted, 0) << "submitted over maxWaiting while the first request still ran";
+    (*running)->cancel();
+    ASSERT_TRUE((*running)->result());
+    EXPECT_EQ((*running)->result()->stop, StopReason::Cancelled);
+}
+
 TEST_F(SchedulerLimits, ShutdownEndsWhatRunsAndRefusesNewRequests) {
     std::unique_ptr<Scheduler> scheduler = startScheduler(m_setup, 1);
     ASSERT_TRUE(scheduler);

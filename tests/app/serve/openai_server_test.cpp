@@ -226,7 +226,6 @@ TEST_F(OpenAiServerTest, ErrorsHaveTheirStatusAndNameTheProblem) {
 
 TEST_F(OpenAiServerTest, AFullQueueGets429WithRetryAfter) {
     useEndlessModel();
-    contextSize = 1024;
     maxSessions = 1;
     start({}, {.maxRunning = 1, .maxWaiting = 1});
     const std::string endless = "Once upon a time";
@@ -236,7 +235,7 @@ TEST_F(OpenAiServerTest, AFullQueueGets429WithRetryAfter) {
         inference::GenerateRequest request;
         request.prompt = scheduler.engine().tokenizer().encode(endless, true);
         request.sampling.temperature = 0;
-        request.maxTokens = 1000;
+        request.maxTokens = kEndlessTokens;
         Result<std::shared_ptr<inference::GenerationHandle>> handle = scheduler.submit(request);
         ASSERT_TRUE(handle) << handle.status().message();
         held.push_back(*handle);
@@ -255,13 +254,12 @@ TEST_F(OpenAiServerTest, AFullQueueGets429WithRetryAfter) {
 
 TEST_F(OpenAiServerTest, AClientThatLeavesCancelsItsGeneration) {
     useEndlessModel();
-    contextSize = 1024;
     start();
     const std::string endless = "Once upon a time";
     httplib::Request request;
     request.method = "POST";
     request.path = "/v1/completions";
-    request.body = Json{{"prompt", endless}, {"max_tokens", 1000}, {"temperature", 0},
+    request.body = Json{{"prompt", endless}, {"max_tokens", kEndlessTokens}, {"temperature", 0},
                         {"stream", true}}
                        .dump();
     request.set_header("Content-Type", "application/json");
@@ -272,7 +270,7 @@ TEST_F(OpenAiServerTest, AClientThatLeavesCancelsItsGeneration) {
     client().send(request);
     inference::Scheduler& scheduler = *server->scheduler();
     waitUntilIdle(scheduler);
-    EXPECT_LT(scheduler.stats().generatedTokens, 1000);
+    EXPECT_LT(scheduler.stats().generatedTokens, kEndlessTokens);
     auto metrics = client().Get("/metrics");
     EXPECT_NE(metrics->body.find("iris_client_disconnects_total 1"), std::string::npos)
         << metrics->body;
@@ -282,17 +280,16 @@ TEST_F(OpenAiServerTest, AClientThatLeavesCancelsItsGeneration) {
 // the server sees the hang-up while the model is still generating and cancels it.
 TEST_F(OpenAiServerTest, AClientThatLeavesCancelsAWholeAnswerToo) {
     useEndlessModel();
-    contextSize = 4096;
     start();
     httplib::Client impatient = client();
     impatient.set_read_timeout(std::chrono::milliseconds(200));
     const std::string body =
-        Json{{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"temperature", 0}}.dump();
+        Json{{"prompt", "Once upon a time"}, {"max_tokens", kEndlessTokens}, {"temperature", 0}}.dump();
     EXPECT_FALSE(impatient.Post("/v1/completions", body, "application/json"));
     impatient.stop();
     inference::Scheduler& scheduler = *server->scheduler();
     waitUntilIdle(scheduler);
-    EXPECT_LT(scheduler.stats().generatedTokens, 4000);
+    EXPECT_LT(scheduler.stats().generatedTokens, kEndlessTokens);
     auto metrics = client().Get("/metrics");
     EXPECT_NE(metrics->body.find("iris_client_disconnects_total 1"), std::string::npos)
         << metrics->body;
@@ -354,18 +351,22 @@ TEST_F(OpenAiServerTest, MetricsAreValidPrometheusText) {
     }
 }
 
-TEST_F(OpenAiServerTest, StoppingEndsAStreamInFlightWithAnErrorEvent) {
+// A stream stopped in flight ends with the shutting_down error event, then [DONE]: once tokens
+// flow, or as soon as its request has been submitted (before httplib has called the stream's
+// provider, which it never does once its listening socket is closed).
+class StoppingAStream : public OpenAiServerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StoppingAStream, EndsItWithAnErrorEvent) {
+    const bool afterFirstToken = GetParam();
     useEndlessModel();
-    contextSize = 1024;
     start();
-    const std::string endless = "Once upon a time";
     std::string body;
     std::thread reader([&] {
         httplib::Request request;
         request.method = "POST";
         request.path = "/v1/completions";
-        request.body = Json{{"prompt", endless}, {"max_tokens", 1000}, {"temperature", 0},
-                            {"stream", true}}
+        request.body = Json{{"prompt", "Once upon a time"}, {"max_tokens", kEndlessTokens},
+                            {"temperature", 0}, {"stream", true}}
                            .dump();
         request.set_header("Content-Type", "application/json");
         request.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
@@ -375,9 +376,9 @@ TEST_F(OpenAiServerTest, StoppingEndsAStreamInFlightWithAnErrorEvent) {
         };
         client().send(request);
     });
-    // Once tokens flow, stop the server.
-    while (server->scheduler()->stats().generatedTokens == 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const inference::Scheduler& scheduler = *server->scheduler();
+    while ((afterFirstToken ? scheduler.stats().generatedTokens : scheduler.stats().requests) == 0)
+        std::this_thread::yield();  // the submitted request's window is microseconds long
     server->stop();
     reader.join();
     const std::vector<std::string> events = sseData(body);
@@ -385,6 +386,11 @@ TEST_F(OpenAiServerTest, StoppingEndsAStreamInFlightWithAnErrorEvent) {
     EXPECT_EQ(events.back(), "[DONE]");
     EXPECT_EQ(Json::parse(events[events.size() - 2])["error"]["code"], "shutting_down") << body;
 }
+
+INSTANTIATE_TEST_SUITE_P(OpenAiServerTest, StoppingAStream, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                             return param.param ? "OnceTokensFlow" : "AsSoonAsItIsSubmitted";
+                         });
 
 }  // namespace
 }  // namespace iris::app::serve

@@ -105,6 +105,7 @@ void ServeFixture::useEndlessModel() {
     spec.endless = true;
     spec.seed = 3;
     modelPath = m_scratch.write("endless.gguf", inference::testing::makeTinyModel(spec));
+    contextSize = kEndlessContext;
 }
 
 std::string asJsonText(const std::string& text) {

@@ -38,8 +38,14 @@ public:
     // fresh session.
     inference::GenerateResult reference(const std::string& prompt, std::int64_t maxTokens) const;
     // Replaces the model by one without an end-of-generation token (TinyModelSpec::endless): its
-    // generations run to max_tokens, keeping the scheduler busy until cancelled.
+    // generations run to max_tokens, keeping the scheduler busy until cancelled. Sets the context
+    // to kEndlessContext: a test that acts on a generation still running asks for
+    // kEndlessTokens, which takes this model tens of seconds (its steps grow with the context),
+    // while the test acts within milliseconds. A thousand tokens took under a second on CI, so a
+    // generation bounded that low could finish before the test looked.
     void useEndlessModel();
+    static constexpr std::int64_t kEndlessContext = 1 << 16;
+    static constexpr std::int64_t kEndlessTokens = kEndlessContext - 64;
 
     std::filesystem::path modelPath;
     std::filesystem::path mmprojPath;  // empty: text only

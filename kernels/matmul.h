@@ -39,15 +39,15 @@ void matmul(TensorType weightType, const void* w, std::int64_t k, const void* pr
 
 // ---- packed weights -------------------------------------------------------------------------
 // Some types have a second layout that the CPU multiplies faster: with AVX-512 VNNI, q8_0, q5_0
-// and q4_0 weights are unpacked to one unsigned byte per value and 16 rows are interleaved 4
-// bytes at a time, so that one vpdpbusd computes 4 products for each of 16 rows at once and the
-// per-block scales apply to 16 rows with one vector multiply-add (no horizontal sums). Packing
-// copies the weights once, at load time. q5_0 and q4_0 grow from 22 and 18 to 36 bytes per 32
-// values, yet decode still runs faster on them: their file layout is bound by unpacking, not by
-// memory (measured: 54-63 against 51-55 tokens/s on a Q4_K_M Qwen2.5-0.5B-shaped file).
-//   per group of 16 rows (the last one zero-padded), per 32-value block b:
-//     float d[16] (the rows' scales), then 8 x 64 bytes: for j in 0..7, rows 0..15's values
-//     4j..4j+3 stored unsigned (q8_0: q + 128; q5_0, q4_0: the raw 5- or 4-bit value)
+// and q4_0 weights are stored as unsigned values with 16 rows interleaved 4 values at a time, so
+// that one vpdpbusd computes 4 products for each of 16 rows at once and the per-block scales
+// apply to 16 rows with one vector multiply-add (no horizontal sums). The values keep their
+// width (q4_0 and q5_0 as nibbles plus, for q5_0, a bit plane; unpacked in registers) and the
+// scales stay f16, so a packed matrix has the file's size: decode reads as many bytes as the
+// file's layout would, and packing on 36-byte blocks (unpacked q5_0/q4_0, f32 scales) made a
+// Q4_K_M decode read 28% more (measured: 76-81 against 60-61 tokens/s on a Qwen2.5-0.5B-shaped
+// file, AMD Zen 5, 2 threads). Packing copies the weights once, at load time; the layout is in
+// kernels/cpu/matmul.h.
 // q4_K, q5_K and q6_K are packed on AVX2 too: 16 rows interleaved the same way per 256-value
 // super-block, the values kept at 4, 5 or 6 bits, the 6-bit sub-block scales and minimums
 // unpacked to one byte per row (2432, 2944 and 3392 bytes per 16 x 256 values against 2304,

@@ -8,6 +8,12 @@ namespace iris::inference {
 namespace {
 
 constexpr std::int64_t kPackedGroup = 16;  // rows per group of kernels::packWeights' layout
+constexpr std::int64_t kHugePage = std::int64_t(2) << 20;
+constexpr std::int64_t kChunk = 16 * kHugePage;  // shared by the matrices smaller than it
+
+std::int64_t roundUp(std::int64_t bytes, std::int64_t unit) {
+    return (bytes + unit - 1) / unit * unit;
+}
 
 }  // namespace
 
@@ -19,11 +25,30 @@ Linear ExpertStack::expert(std::int64_t e) const {
 void LinearRunner::pack(Linear& w) {
     const std::int64_t bytes = kernels::packedBytes(w.type, w.out, w.in);
     if (bytes == 0 || w.out % kPackedGroup != 0) return;
-    // for_overwrite: packWeights writes every byte, no need to zero hundreds of MB first.
-    auto& buffer = m_packed.emplace_back(
-        std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(bytes)));
-    kernels::packWeights(w.type, w.data, w.out, w.in, buffer.get());
-    w.packed = buffer.get();
+    // Without the address space the file's layout serves (slower, same results).
+    std::byte* space = packingSpace(bytes);
+    if (space == nullptr) return;
+    kernels::packWeights(w.type, w.data, w.out, w.in, space);
+    w.packed = space;
+}
+
+std::byte* LinearRunner::packingSpace(std::int64_t bytes) {
+    bytes = roundUp(bytes, 64);
+    if (bytes <= m_chunkSize - m_chunkUsed) {
+        std::byte* space = m_packed.back().data() + m_chunkUsed;
+        m_chunkUsed += bytes;
+        return space;
+    }
+    // A new shared chunk, or a buffer of its own for a matrix larger than one: whole huge pages
+    // either way (pages come on first touch, as packWeights writes them).
+    const bool own = bytes > kChunk;
+    Result<ReservedMemory> memory = ReservedMemory::reserve(
+        own ? roundUp(bytes, kHugePage) : kChunk, ReservedMemory::Pages::Huge);
+    if (!memory) return nullptr;
+    m_packed.push_back(std::move(*memory));
+    m_chunkSize = own ? 0 : kChunk;
+    m_chunkUsed = own ? 0 : bytes;
+    return m_packed.back().data();
 }
 
 void LinearRunner::run(std::initializer_list<Target> targets, const float* x, std::int64_t rows,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/reserved_memory.h"
 #include "inference/thread_pool.h"
 #include "kernels/tensor_type.h"
 
@@ -65,8 +66,16 @@ public:
     void pack(Linear& w);
 
 private:
+    // `bytes` of packing space, 64-byte aligned, for as long as this runner lives.
+    std::byte* packingSpace(std::int64_t bytes);
+
     std::vector<std::byte> m_prepared[3];  // one per kernels::ActivationFormat
-    std::vector<std::unique_ptr<std::byte[]>> m_packed;
+    // The packed copies, on huge pages (decode streams them every token): small matrices share
+    // chunks, so that they too sit on whole 2 MiB pages rather than on the 4 KiB pages of a
+    // buffer's partial last one (a quarter of a Q4_K_M Qwen2.5-0.5B's packed bytes were).
+    std::vector<ReservedMemory> m_packed;
+    std::int64_t m_chunkUsed = 0;  // of m_packed.back() when it is a shared chunk
+    std::int64_t m_chunkSize = 0;
 };
 
 }  // namespace iris::inference

@@ -21,22 +21,50 @@ MatmulFn matmulScalar(TensorType weightType);
 MatmulFn matmulAvx2(TensorType weightType);
 MatmulFn matmulAvx512(TensorType weightType);
 
-// Packed weights (see kernels/matmul.h): the scalar reference of the layout and the AVX-512 VNNI
-// kernel that uses it. Stored values are unsigned; `offset` is what a stored value of 0 means
-// (128 for q8_0, 16 for q5_0, 8 for q4_0): w = d * (stored - offset). Otherwise the arguments
-// of kernels::matmulPacked.
-using PackedMatmulFn = void (*)(const void* packed, float offset, std::int64_t k,
+// Packed q8_0, q5_0 and q4_0 weights (see kernels/matmul.h): the scalar reference of the layout
+// and the AVX-512 VNNI and AVX2 kernels that use it. Stored values are unsigned, w = d * (stored - offset)
+// with offset 128 for q8_0, 16 for q5_0 and 8 for q4_0. Per group of 16 rows, per 32-value
+// block: f16 d[16] (the file's scale bits), then the 8 "dot vectors" of 64 bytes (dot vector t:
+// values 4t..4t+3 of rows 0..15, row r at bytes 4r..4r+3) stored as
+//   q8_0: 8 x 64 bytes, the values themselves (q + 128);
+//   q4_0: 4 x 64 bytes of nibbles, dot vector t in the low nibbles of vector t % 4 when t < 4,
+//         in the high ones otherwise (as the K types' runs below);
+//   q5_0: q4_0's nibbles, then 64 bytes whose bit t is the 5th bit of dot vector t.
+// So a block takes the bytes it takes in the file (34, 22 and 18 per row). The same arguments
+// as kernels::matmulPacked.
+using PackedMatmulFn = void (*)(TensorType weightType, const void* packed, std::int64_t k,
                                 const void* prepared, std::int64_t m, float* y,
                                 std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
-void matmulPackedScalar(const void* packed, float offset, std::int64_t k, const void* prepared,
-                        std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
-                        std::int64_t nEnd);
-void matmulPackedAvx512(const void* packed, float offset, std::int64_t k, const void* prepared,
-                        std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
-                        std::int64_t nEnd);
+void matmulPackedScalar(TensorType weightType, const void* packed, std::int64_t k,
+                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                        std::int64_t nBegin, std::int64_t nEnd);
+void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t k,
+                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                        std::int64_t nBegin, std::int64_t nEnd);
+// q5_0 and q4_0 only: without vpdpbusd, q8_0's unsigned values overflow vpmaddubsw's pairs.
+void matmulPackedAvx2(TensorType weightType, const void* packed, std::int64_t k,
+                      const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                      std::int64_t nBegin, std::int64_t nEnd);
 inline constexpr int kPackRows = 16;
-// Bytes of one packed 32-value block of 16 rows: 16 f32 scales and 16 x 32 bytes.
-inline constexpr std::int64_t kPackedBlockBytes = kPackRows * 4 + kPackRows * 32;
+// Bytes of one packed 32-value block of 16 rows (0 for other types).
+inline constexpr std::int64_t packedBlockBytes(TensorType type) {
+    switch (type) {
+        case TensorType::Q8_0:
+            return 2 * kPackRows + 32 * kPackRows;
+        case TensorType::Q5_0:
+            return 2 * kPackRows + 16 * kPackRows + 4 * kPackRows;
+        case TensorType::Q4_0:
+            return 2 * kPackRows + 16 * kPackRows;
+        default:
+            return 0;
+    }
+}
+// What a stored 0 stands for: w = d * (stored - offset). 0 for types without this layout.
+inline constexpr int packedOffset(TensorType type) {
+    return type == TensorType::Q8_0 ? 128 : type == TensorType::Q5_0 ? 16
+                                        : type == TensorType::Q4_0   ? 8
+                                                                     : 0;
+}
 
 // Packed K-type weights (q4_K, q5_K, q6_K; see kernels/matmul.h): 16 rows interleaved per
 // 256-value super-block, the sub-block scales unpacked to one byte per row. Within each run of
@@ -49,10 +77,7 @@ inline constexpr std::int64_t kPackedBlockBytes = kPackRows * 4 + kPackRows * 32
 //   q6_K super-block of a group: float d[16], i8 scale[16][16] (one per 16 values), then per 32
 //     values: nibbles[4][64], high[2][64] (bits 2u, 2u+1 of high[h] are bits 4, 5 of dot vector
 //     4h + u). w = d * scale * (q - 32).
-// Activations are BlockQ8K rows. The same arguments as kernels::matmulPacked.
-using PackedKMatmulFn = void (*)(TensorType weightType, const void* packed, std::int64_t k,
-                                 const void* prepared, std::int64_t m, float* y,
-                                 std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd);
+// Activations are BlockQ8K rows. PackedMatmulFn's arguments.
 void matmulPackedKScalar(TensorType weightType, const void* packed, std::int64_t k,
                          const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
                          std::int64_t nBegin, std::int64_t nEnd);

@@ -13,23 +13,10 @@
 namespace iris::kernels {
 namespace {
 
-// The value a stored 0 stands for: w = d * (stored - offset).
-float packedOffset(TensorType type) {
-    switch (type) {
-        case TensorType::Q8_0:
-            return 128.0f;
-        case TensorType::Q5_0:
-            return 16.0f;
-        case TensorType::Q4_0:
-            return 8.0f;
-        default:
-            return 0.0f;
-    }
-}
-
-// Block b of a row as 32 unsigned values (w = d * (stored - offset)) and its scale.
+// Block b of a row as 32 unsigned values (w = d * (stored - offset)); returns the scale's f16
+// bits.
 template <class Block>
-float unpackBlock(const void* row, std::int64_t b, std::uint8_t values[32]) {
+std::uint16_t unpackBlock(const void* row, std::int64_t b, std::uint8_t values[32]) {
     const Block& block = static_cast<const Block*>(row)[b];
     for (int j = 0; j < 32; ++j) {
         if constexpr (std::is_same_v<Block, cpu::BlockQ8_0>) {
@@ -38,10 +25,11 @@ float unpackBlock(const void* row, std::int64_t b, std::uint8_t values[32]) {
             values[j] = std::uint8_t(cpu::storedValue(block, j));
         }
     }
-    return fp16ToFp32(block.d);
+    return block.d;
 }
 
-float unpackBlock(TensorType type, const void* row, std::int64_t b, std::uint8_t values[32]) {
+std::uint16_t unpackBlock(TensorType type, const void* row, std::int64_t b,
+                          std::uint8_t values[32]) {
     switch (type) {
         case TensorType::Q8_0:
             return unpackBlock<cpu::BlockQ8_0>(row, b, values);
@@ -63,6 +51,27 @@ constexpr int nibbleByte(int r, int j) {
 }
 constexpr int nibbleShift(int j) {
     return j / 16 * 4;
+}
+
+// Writes value j (0..31) of row r into a packed q8_0, q5_0 or q4_0 block's values (kernels/cpu/
+// matmul.h), which start zeroed.
+void storePacked(TensorType type, std::uint8_t* values, int r, int j, std::uint8_t value) {
+    const int t = j / 4, lane = 4 * r + j % 4;
+    if (type == TensorType::Q8_0) {
+        values[64 * t + lane] = value;
+        return;
+    }
+    values[nibbleByte(r, j)] |= std::uint8_t((value & 0xF) << nibbleShift(j));
+    if (type == TensorType::Q5_0) values[256 + lane] |= std::uint8_t((value >> 4) << t);
+}
+
+// The stored value j of row r of a packed q8_0, q5_0 or q4_0 block's values.
+int loadPacked(TensorType type, const std::uint8_t* values, int r, int j) {
+    const int t = j / 4, lane = 4 * r + j % 4;
+    if (type == TensorType::Q8_0) return values[64 * t + lane];
+    int q = (values[nibbleByte(r, j)] >> nibbleShift(j)) & 0xF;
+    if (type == TensorType::Q5_0) q |= ((values[256 + lane] >> t) & 1) << 4;
+    return q;
 }
 
 // One row's super-block i unpacked: stored values (0..31 or 0..63), scales, minimums.
@@ -212,27 +221,28 @@ void matmulPackedKScalar(TensorType weightType, const void* packed, std::int64_t
     }
 }
 
-void matmulPackedScalar(const void* packed, float offset, std::int64_t k, const void* prepared,
-                        std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
-                        std::int64_t nEnd) {
-    const std::int64_t blocks = k / kQK;
+void matmulPackedScalar(TensorType weightType, const void* packed, std::int64_t k,
+                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                        std::int64_t nBegin, std::int64_t nEnd) {
+    const std::int64_t blocks = k / kQK, bytes = packedBlockBytes(weightType);
+    const auto offset = float(packedOffset(weightType));
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
-        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kPackedBlockBytes;
+        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * bytes;
         for (std::int64_t i = 0; i < m; ++i) {
             const BlockQ8Act* xr = x + i * blocks;
             float sum[kPackRows] = {};
             for (std::int64_t b = 0; b < blocks; ++b) {
-                const std::uint8_t* block = group + b * kPackedBlockBytes;
-                float d[kPackRows];
-                std::memcpy(d, block, sizeof d);
-                const std::uint8_t* qs = block + sizeof d;
+                const std::uint8_t* block = group + b * bytes;
+                const std::uint8_t* values = block + 2 * kPackRows;
                 for (int r = 0; r < kPackRows; ++r) {
+                    std::uint16_t bits;
+                    std::memcpy(&bits, block + 2 * r, 2);
                     int dot = 0;  // sum of stored * x; the offset * sum(x) part is taken out below
                     for (int j = 0; j < 32; ++j)
-                        dot += int(qs[(j / 4) * kPackRows * 4 + r * 4 + j % 4]) * xr[b].qs[j];
-                    sum[r] += d[r] * (xr[b].d * float(dot) - offset * xr[b].dsum);
+                        dot += loadPacked(weightType, values, r, j) * xr[b].qs[j];
+                    sum[r] += fp16ToFp32(bits) * (xr[b].d * float(dot) - offset * xr[b].dsum);
                 }
             }
             for (std::int64_t r = 0; r < kPackRows && n0 + r < nEnd; ++r)
@@ -249,8 +259,11 @@ std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k) 
     // unpacking that the packed one does once at load.
     if (isPackedK(weightType) && activeIsa() >= CpuIsa::Avx2)
         return groups * (k / cpu::kQKK) * cpu::packedKSuperBlockBytes(weightType);
-    if (packedOffset(weightType) == 0.0f || activeIsa() < CpuIsa::Avx512) return 0;
-    return groups * (k / cpu::kQK) * cpu::kPackedBlockBytes;
+    // q8_0 needs VNNI (its unsigned values overflow AVX2's vpmaddubsw pairs); q5_0 and q4_0
+    // gain on AVX2 too: their file layout is unpacked per row and summed horizontally.
+    const CpuIsa needs = weightType == TensorType::Q8_0 ? CpuIsa::Avx512 : CpuIsa::Avx2;
+    if (cpu::packedBlockBytes(weightType) == 0 || activeIsa() < needs) return 0;
+    return groups * (k / cpu::kQK) * cpu::packedBlockBytes(weightType);
 }
 
 void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int64_t k,
@@ -265,26 +278,22 @@ void packWeights(TensorType weightType, const void* w, std::int64_t n, std::int6
         }
         return;
     }
-    const std::int64_t blocks = k / cpu::kQK;
+    const std::int64_t blocks = k / cpu::kQK, bytes = cpu::packedBlockBytes(weightType);
     const std::int64_t rowBytes = kernels::rowBytes(weightType, k);
     const auto* rows = static_cast<const std::uint8_t*>(w);
-    const auto zero = std::uint8_t(packedOffset(weightType));  // padding rows: value 0, scale 0
     auto* out = static_cast<std::uint8_t*>(packed);
+    std::memset(out, 0, std::size_t((n + cpu::kPackRows - 1) / cpu::kPackRows * blocks * bytes));
     for (std::int64_t n0 = 0; n0 < n; n0 += cpu::kPackRows) {
-        for (std::int64_t b = 0; b < blocks; ++b, out += cpu::kPackedBlockBytes) {
-            float d[cpu::kPackRows] = {};
-            std::uint8_t* qs = out + sizeof d;
-            for (int r = 0; r < cpu::kPackRows; ++r) {
+        for (std::int64_t b = 0; b < blocks; ++b, out += bytes) {
+            // Padding rows stay zero: scale 0, so they add nothing whatever the values mean.
+            for (int r = 0; r < cpu::kPackRows && n0 + r < n; ++r) {
                 std::uint8_t values[32];
-                if (n0 + r < n) {
-                    d[r] = unpackBlock(weightType, rows + (n0 + r) * rowBytes, b, values);
-                } else {
-                    std::memset(values, zero, sizeof values);
-                }
+                const std::uint16_t d =
+                    unpackBlock(weightType, rows + (n0 + r) * rowBytes, b, values);
+                std::memcpy(out + 2 * r, &d, 2);
                 for (int j = 0; j < 32; ++j)
-                    qs[(j / 4) * cpu::kPackRows * 4 + r * 4 + j % 4] = values[j];
+                    storePacked(weightType, out + 2 * cpu::kPackRows, r, j, values[j]);
             }
-            std::memcpy(out, d, sizeof d);
         }
     }
 }
@@ -293,20 +302,19 @@ void matmulPacked(TensorType weightType, const void* packed, std::int64_t k, con
                   std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
                   std::int64_t nEnd) {
     if (isPackedK(weightType)) {
-        const cpu::IsaVariants<cpu::PackedKMatmulFn> variants = {
+        const cpu::IsaVariants<cpu::PackedMatmulFn> variants = {
             cpu::matmulPackedKScalar, IRIS_X86_VARIANT(cpu::matmulPackedKAvx2),
             IRIS_X86_VARIANT(cpu::matmulPackedKAvx512)};
         cpu::pickVariant(variants, activeIsa())(weightType, packed, k, prepared, m, y, yStride,
                                                 nBegin, nEnd);
         return;
     }
-#if defined(IRIS_KERNELS_X86)
-    cpu::matmulPackedAvx512(packed, packedOffset(weightType), k, prepared, m, y, yStride, nBegin,
-                            nEnd);
-#else
-    cpu::matmulPackedScalar(packed, packedOffset(weightType), k, prepared, m, y, yStride, nBegin,
-                            nEnd);
-#endif
+    const cpu::PackedMatmulFn avx2 =
+        weightType == TensorType::Q8_0 ? nullptr : IRIS_X86_VARIANT(cpu::matmulPackedAvx2);
+    const cpu::IsaVariants<cpu::PackedMatmulFn> variants = {
+        cpu::matmulPackedScalar, avx2, IRIS_X86_VARIANT(cpu::matmulPackedAvx512)};
+    cpu::pickVariant(variants, activeIsa())(weightType, packed, k, prepared, m, y, yStride, nBegin,
+                                            nEnd);
 }
 
 }  // namespace iris::kernels

@@ -132,7 +132,7 @@ void benchMatmulPackedK(benchmark::State& state, iris::kernels::TensorType type,
     std::vector<std::byte> packed(
         std::size_t((n + 15) / 16 * (k / 256) * cpu::packedKSuperBlockBytes(type)));
     packWeights(type, o.w.data(), n, k, packed.data());
-    cpu::PackedKMatmulFn fn = cpu::matmulPackedKScalar;
+    cpu::PackedMatmulFn fn = cpu::matmulPackedKScalar;
 #if defined(IRIS_KERNELS_X86)
     if (isa == CpuIsa::Avx2) fn = cpu::matmulPackedKAvx2;
     if (isa == CpuIsa::Avx512) fn = cpu::matmulPackedKAvx512;

@@ -168,14 +168,12 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatmulVariant,
                          ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const auto& param) { return std::string(cpuIsaName(param.param)); });
 
-// The packed layout gives the products of the plain layout, for both its scalar reference and
-// its AVX-512 kernel, whatever the number of rows (padding) and the column range.
+// The packed layout gives the products of the plain layout, for its scalar reference and each
+// kernel this CPU runs (AVX2: q5_0 and q4_0; AVX-512 VNNI: all three), whatever the number of
+// rows (padding) and the column range.
 TEST(MatmulPacked, MatchesThePlainLayout) {
-    const bool avx512 = highestSupportedIsa(cpuFeatures()) >= CpuIsa::Avx512;
+    [[maybe_unused]] const CpuIsa highest = highestSupportedIsa(cpuFeatures());
     for (TensorType type : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0}) {
-        const float offset = type == TensorType::Q8_0   ? 128.0f
-                             : type == TensorType::Q5_0 ? 16.0f
-                                                        : 8.0f;
         for (std::int64_t n : {1, 16, 21, 40}) {
             for (std::int64_t m : {1, 3, 6}) {
                 const Problem p = makeProblem(type, n, m, unsigned(n * 10 + m));
@@ -184,17 +182,21 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
                                         n);
                 const std::int64_t groups = (n + 15) / 16;
                 std::vector<std::byte> packed(
-                    std::size_t(groups * (p.k / 32) * cpu::kPackedBlockBytes));
+                    std::size_t(groups * (p.k / 32) * cpu::packedBlockBytes(type)));
                 packWeights(type, p.w.data(), n, p.k, packed.data());
                 std::vector<cpu::PackedMatmulFn> kernels = {cpu::matmulPackedScalar};
-                if (avx512) kernels.push_back(cpu::matmulPackedAvx512);
+#if defined(IRIS_KERNELS_X86)
+                if (highest >= CpuIsa::Avx2 && type != TensorType::Q8_0)
+                    kernels.push_back(cpu::matmulPackedAvx2);
+                if (highest >= CpuIsa::Avx512) kernels.push_back(cpu::matmulPackedAvx512);
+#endif
                 for (cpu::PackedMatmulFn kernel : kernels) {
                     std::vector<float> got(want.size(), NAN);
                     // Two calls: columns [0, 16) and [16, n), as two threads would split them.
-                    kernel(packed.data(), offset, p.k, p.prepared.data(), m, got.data(), n, 0,
+                    kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0,
                            std::min<std::int64_t>(16, n));
                     if (n > 16)
-                        kernel(packed.data(), offset, p.k, p.prepared.data(), m, got.data(), n, 16,
+                        kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(), n, 16,
                                n);
                     for (std::size_t i = 0; i < want.size(); ++i) {
                         ASSERT_NEAR(double(got[i]), double(want[i]),
@@ -213,7 +215,7 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
 // ranges split as threads split them, and outputs outside the range left alone.
 TEST(MatmulPackedK, MatchesTheReferenceAndThePlainLayout) {
     const CpuIsa highest = highestSupportedIsa(cpuFeatures());
-    std::vector<std::pair<std::string, cpu::PackedKMatmulFn>> kernels = {
+    std::vector<std::pair<std::string, cpu::PackedMatmulFn>> kernels = {
         {"scalar", cpu::matmulPackedKScalar}};
 #if defined(IRIS_KERNELS_X86)
     if (highest >= CpuIsa::Avx2) kernels.emplace_back("avx2", cpu::matmulPackedKAvx2);
@@ -278,12 +280,12 @@ TEST(MatmulPackedK, ManyActivationRowsInPanels) {
         std::vector<float> want(std::size_t(m * n), NAN);
         cpu::matmulPackedKScalar(type, packed.data(), p.k, p.prepared.data(), m, want.data(), n, 0,
                                  n);
-        std::vector<cpu::PackedKMatmulFn> kernels;
+        std::vector<cpu::PackedMatmulFn> kernels;
 #if defined(IRIS_KERNELS_X86)
         kernels.push_back(cpu::matmulPackedKAvx2);
         if (highest >= CpuIsa::Avx512) kernels.push_back(cpu::matmulPackedKAvx512);
 #endif
-        for (cpu::PackedKMatmulFn kernel : kernels) {
+        for (cpu::PackedMatmulFn kernel : kernels) {
             std::vector<float> got(want.size(), NAN);
             kernel(type, packed.data(), p.k, p.prepared.data(), m, got.data(), n, 0, n);
             for (std::size_t i = 0; i < got.size(); ++i) {

@@ -205,19 +205,67 @@ void packedHalfK(TensorType type, const std::uint8_t* group, int h, std::int64_t
     }
 }
 
-}  // namespace
+// Rows 8h..8h+7 of a packed q4_0 (q5_0) group against R activation rows. The int16 sum of 4
+// vpmaddubsw results holds: 8 products of values < 32 and |x| <= 127 reach 31496 at most.
+template <TensorType kType, int R>
+void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const BlockQ8Act* const* x,
+                __m256* acc) {
+    constexpr std::int64_t kBytes = packedBlockBytes(kType);
+    constexpr auto kOffset = float(packedOffset(kType));
+    const __m256i lowMask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* block = group + b * kBytes;
+        const __m256 d =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * h)));
+        const std::uint8_t* values = block + 2 * kPackRows + 32 * h;
+        __m256i q[8];
+        for (int u = 0; u < 4; ++u) {
+            const __m256i bytes = loadHalf(values + 64 * u);
+            q[u] = _mm256_and_si256(bytes, lowMask);
+            q[u + 4] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), lowMask);
+        }
+        if constexpr (kType == TensorType::Q5_0)
+            addFifthBits(q, loadHalf(values + 256), std::make_integer_sequence<int, 8>());
+        for (int r = 0; r < R; ++r) {
+            const std::int8_t* xq = x[r][b].qs;
+            __m256i halves[2];
+            for (int half = 0; half < 2; ++half) {
+                const int t = 4 * half;
+                halves[half] = _mm256_madd_epi16(
+                    _mm256_add_epi16(
+                        _mm256_add_epi16(
+                            _mm256_maddubs_epi16(q[t], broadcast4(xq + 4 * t)),
+                            _mm256_maddubs_epi16(q[t + 1], broadcast4(xq + 4 * t + 4))),
+                        _mm256_add_epi16(
+                            _mm256_maddubs_epi16(q[t + 2], broadcast4(xq + 4 * t + 8)),
+                            _mm256_maddubs_epi16(q[t + 3], broadcast4(xq + 4 * t + 12)))),
+                    ones);
+            }
+            const __m256i dot = _mm256_add_epi32(halves[0], halves[1]);
+            // d * (dx * sum(stored * x) - offset * dx * sum(x)) for each of the 8 rows.
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d)), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(d, _mm256_set1_ps(kOffset * x[r][b].dsum), acc[r]);
+        }
+    }
+}
 
-void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k,
-                       const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
-                       std::int64_t nBegin, std::int64_t nEnd) {
+// The 16-row groups of [nBegin, nEnd) as two halves of 8 rows each, against the activation rows
+// in L2-sized panels (a prefill chunk's activations are then read from L3 once per panel, not
+// once per group), up to 4 at a time: half(std::integral_constant<int, R>, group, h, rows, acc)
+// writes acc[0..R) for rows 8h..8h+7 of `group`.
+template <class Block, class Half>
+void forEachPackedHalf(const void* packed, std::int64_t groupBytes, const void* prepared,
+                       std::int64_t blocksPerRow, std::int64_t m, float* y,
+                       std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd,
+                       Half half) {
     constexpr int kRows = 4;
-    const std::int64_t superBlocks = k / kQKK;
-    const std::int64_t groupBytes = superBlocks * packedKSuperBlockBytes(weightType);
     const auto* groups = static_cast<const std::uint8_t*>(packed);
-    const auto* x = static_cast<const BlockQ8K*>(prepared);
-    // Activation rows in L2-sized panels, as in matmulPackedKAvx512.
+    const auto* x = static_cast<const Block*>(prepared);
     const std::int64_t panel = std::max<std::int64_t>(
-        kRows, kPanelBytes / (superBlocks * std::int64_t(sizeof(BlockQ8K))) / kRows * kRows);
+        kRows, kPanelBytes / (blocksPerRow * std::int64_t(sizeof(Block))) / kRows * kRows);
     for (std::int64_t p0 = 0; p0 < m; p0 += panel) {
         const std::int64_t p1 = std::min(m, p0 + panel);
         for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
@@ -225,23 +273,23 @@ void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k
             for (int h = 0; h < 2 && n0 + 8 * h < nEnd; ++h) {
                 const int valid = int(std::min<std::int64_t>(8, nEnd - n0 - 8 * h));
                 for (std::int64_t i0 = p0; i0 < p1; i0 += kRows) {
-                    const BlockQ8K* rows[kRows];
+                    const Block* rows[kRows];
                     const int count = int(std::min<std::int64_t>(kRows, p1 - i0));
                     for (int r = 0; r < count; ++r)
-                        rows[r] = x + (i0 + r) * superBlocks;
+                        rows[r] = x + (i0 + r) * blocksPerRow;
                     __m256 acc[kRows];
                     switch (count) {
                         case 4:
-                            packedHalfK<4>(weightType, group, h, superBlocks, rows, acc);
+                            half(std::integral_constant<int, 4>(), group, h, rows, acc);
                             break;
                         case 3:
-                            packedHalfK<3>(weightType, group, h, superBlocks, rows, acc);
+                            half(std::integral_constant<int, 3>(), group, h, rows, acc);
                             break;
                         case 2:
-                            packedHalfK<2>(weightType, group, h, superBlocks, rows, acc);
+                            half(std::integral_constant<int, 2>(), group, h, rows, acc);
                             break;
                         default:
-                            packedHalfK<1>(weightType, group, h, superBlocks, rows, acc);
+                            half(std::integral_constant<int, 1>(), group, h, rows, acc);
                             break;
                     }
                     for (int r = 0; r < count; ++r) {
@@ -258,6 +306,38 @@ void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k
             }
         }
     }
+}
+
+}  // namespace
+
+void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k,
+                       const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                       std::int64_t nBegin, std::int64_t nEnd) {
+    const std::int64_t superBlocks = k / kQKK;
+    forEachPackedHalf<BlockQ8K>(
+        packed, superBlocks * packedKSuperBlockBytes(weightType), prepared, superBlocks, m, y,
+        yStride, nBegin, nEnd,
+        [&]<int R>(std::integral_constant<int, R>, const std::uint8_t* group, int h,
+                   const BlockQ8K* const* rows, __m256* acc) {
+            packedHalfK<R>(weightType, group, h, superBlocks, rows, acc);
+        });
+}
+
+void matmulPackedAvx2(TensorType weightType, const void* packed, std::int64_t k,
+                      const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                      std::int64_t nBegin, std::int64_t nEnd) {
+    const std::int64_t blocks = k / kQK;
+    forEachPackedHalf<BlockQ8Act>(
+        packed, blocks * packedBlockBytes(weightType), prepared, blocks, m, y, yStride, nBegin,
+        nEnd,
+        [&]<int R>(std::integral_constant<int, R>, const std::uint8_t* group, int h,
+                   const BlockQ8Act* const* rows, __m256* acc) {
+            if (weightType == TensorType::Q5_0) {
+                packedHalf<TensorType::Q5_0, R>(group, h, blocks, rows, acc);
+            } else {
+                packedHalf<TensorType::Q4_0, R>(group, h, blocks, rows, acc);
+            }
+        });
 }
 
 MatmulFn matmulAvx2(TensorType weightType) {

@@ -1,5 +1,7 @@
 // Compiled with the AVX-512 set including VNNI; only called when the CPU has them
 // (cpu/dispatch.h).
+#include <utility>
+
 #include "kernels/cpu/x86/matmul_x86.h"
 
 namespace iris::kernels::cpu {
@@ -30,39 +32,6 @@ MatmulFn matmulAvx512(TensorType weightType) {
 namespace iris::kernels::cpu {
 namespace {
 
-// One group of 16 packed rows against R activation rows.
-template <int R>
-void packedGroup(const std::uint8_t* group, float offset, std::int64_t blocks,
-                 const BlockQ8Act* const* x, __m512* acc) {
-    for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_setzero_ps();
-    for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::uint8_t* block = group + b * kPackedBlockBytes;
-        const __m512 d = _mm512_loadu_ps(block);
-        const std::uint8_t* qs = block + 64;
-        __m512i dot[R];
-        for (int r = 0; r < R; ++r)
-            dot[r] = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j) {
-            // Bytes 4j..4j+3 of all 16 rows against the same 4 activation bytes of each row of x.
-            const __m512i w = _mm512_loadu_si512(qs + 64 * j);
-            for (int r = 0; r < R; ++r) {
-                std::int32_t four;
-                std::memcpy(&four, x[r][b].qs + 4 * j, 4);
-                dot[r] = _mm512_dpbusd_epi32(dot[r], w, _mm512_set1_epi32(four));
-            }
-        }
-        for (int r = 0; r < R; ++r) {
-            // d * (dx * sum(stored * x) - offset * dx * sum(x)) for each of the 16 rows.
-            // maskz conversion: the plain one expands to _mm512_undefined_ps, which GCC 12 warns
-            // about.
-            const __m512 sum = _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), dot[r]);
-            acc[r] = _mm512_fmadd_ps(sum, _mm512_mul_ps(d, _mm512_set1_ps(x[r][b].d)), acc[r]);
-            acc[r] = _mm512_fnmadd_ps(d, _mm512_set1_ps(offset * x[r][b].dsum), acc[r]);
-        }
-    }
-}
-
 inline __m512i load64(const std::uint8_t* p) {
     return _mm512_loadu_si512(p);
 }
@@ -75,7 +44,89 @@ inline __m512i broadcast4(const std::int8_t* p) {
 }
 
 inline __m512 toFloat(__m512i v) {
-    return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), v);  // see packedGroup
+    // maskz conversion: the plain one expands to _mm512_undefined_ps, which GCC 12 warns about.
+    return _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), v);
+}
+
+// Bit t of each byte of `high` moved to bit 4 and or-ed into dot vector t: a shift and one
+// vpternlogd (q | (shifted & 0x10)) per vector, no mask registers.
+template <int... kBits>
+inline void orFifthBits(__m512i* q, __m512i high, std::integer_sequence<int, kBits...>) {
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    const auto shifted = [&]<int kBit>() {
+        if constexpr (kBit < 4) return _mm512_slli_epi16(high, 4 - kBit);
+        if constexpr (kBit == 4) return high;
+        if constexpr (kBit > 4) return _mm512_srli_epi16(high, kBit - 4);
+    };
+    ((q[kBits] = _mm512_ternarylogic_epi32(q[kBits], shifted.template operator()<kBits>(), bit4,
+                                           0xF8)),
+     ...);
+}
+
+// The 8 dot vectors of a packed q8_0, q5_0 or q4_0 block (layout in kernels/cpu/matmul.h).
+template <TensorType kType>
+inline void unpackDotVectors(const std::uint8_t* values, __m512i q[8]) {
+    if constexpr (kType == TensorType::Q8_0) {
+        for (int t = 0; t < 8; ++t)
+            q[t] = load64(values + 64 * t);
+        return;
+    }
+    const __m512i lowMask = _mm512_set1_epi8(0x0F);
+    for (int u = 0; u < 4; ++u) {
+        const __m512i bytes = load64(values + 64 * u);
+        q[u] = _mm512_and_si512(bytes, lowMask);
+        q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), lowMask);
+    }
+    if constexpr (kType == TensorType::Q5_0) {
+        const __m512i high = load64(values + 256);
+        orFifthBits(q, high, std::make_integer_sequence<int, 8>());
+    }
+}
+
+// One group of 16 packed q8_0, q5_0 or q4_0 rows against R activation rows: per block, 8
+// vpdpbusd give each row's integer dot product, and one multiply-add per activation row scales
+// all 16 rows.
+template <TensorType kType, int R>
+void packedGroup(const std::uint8_t* group, std::int64_t blocks, const BlockQ8Act* const* x,
+                 __m512* acc) {
+    constexpr std::int64_t kBytes = packedBlockBytes(kType);
+    constexpr auto kOffset = float(packedOffset(kType));
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_setzero_ps();
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* block = group + b * kBytes;
+        // maskz: the plain conversion expands to an undefined vector GCC 12 warns about.
+        const __m512 d = _mm512_maskz_cvtph_ps(
+            __mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
+        __m512i q[8];
+        unpackDotVectors<kType>(block + 2 * kPackRows, q);
+        for (int r = 0; r < R; ++r) {
+            // Two chains of 4 dependent vpdpbusd instead of one of 8.
+            __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+            for (int t = 0; t < 4; ++t) {
+                low = _mm512_dpbusd_epi32(low, q[t], broadcast4(x[r][b].qs + 4 * t));
+                high = _mm512_dpbusd_epi32(high, q[t + 4], broadcast4(x[r][b].qs + 16 + 4 * t));
+            }
+            const __m512i dot = _mm512_add_epi32(low, high);
+            // d * (dx * sum(stored * x) - offset * dx * sum(x)) for each of the 16 rows.
+            acc[r] = _mm512_fmadd_ps(toFloat(dot), _mm512_mul_ps(d, _mm512_set1_ps(x[r][b].d)),
+                                     acc[r]);
+            acc[r] = _mm512_fnmadd_ps(d, _mm512_set1_ps(kOffset * x[r][b].dsum), acc[r]);
+        }
+    }
+}
+
+template <int R>
+void packedGroup(TensorType type, const std::uint8_t* group, std::int64_t blocks,
+                 const BlockQ8Act* const* x, __m512* acc) {
+    switch (type) {
+        case TensorType::Q8_0:
+            return packedGroup<TensorType::Q8_0, R>(group, blocks, x, acc);
+        case TensorType::Q5_0:
+            return packedGroup<TensorType::Q5_0, R>(group, blocks, x, acc);
+        default:
+            return packedGroup<TensorType::Q4_0, R>(group, blocks, x, acc);
+    }
 }
 
 // Bits 4-5 of dot vector 4h + u from the 2-bit fields of a q6_K high vector (u = field).
@@ -97,7 +148,6 @@ void packedGroupQ45K(const std::uint8_t* group, std::int64_t superBlocks, const 
     constexpr TensorType kType = kFiveBit ? TensorType::Q5_K : TensorType::Q4_K;
     constexpr std::int64_t kSub = packedKSubBlockBytes(kType);
     constexpr std::int64_t kBytes = packedKSuperBlockBytes(kType);
-    const __m512i lowMask = _mm512_set1_epi8(0x0F);
     for (int r = 0; r < R; ++r)
         acc[r] = _mm512_setzero_ps();
     for (std::int64_t i = 0; i < superBlocks; ++i) {
@@ -106,22 +156,10 @@ void packedGroupQ45K(const std::uint8_t* group, std::int64_t superBlocks, const 
         for (int r = 0; r < R; ++r)
             sums[r] = mins[r] = _mm512_setzero_si512();
         for (int s = 0; s < 8; ++s) {
-            const std::uint8_t* run = block + kPackedKValuesOffset + s * kSub;
+            // A run of 32 values is laid out as a packed q4_0 (q5_0) block's values.
             __m512i q[8];
-            for (int u = 0; u < 4; ++u) {
-                const __m512i bytes = load64(run + 64 * u);
-                q[u] = _mm512_and_si512(bytes, lowMask);
-                q[u + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), lowMask);
-            }
-            if constexpr (kFiveBit) {
-                const __m512i high = load64(run + 256);
-                const __m512i sixteen = _mm512_set1_epi8(16);
-                for (int t = 0; t < 8; ++t) {
-                    const __mmask64 set =
-                        _mm512_test_epi8_mask(high, _mm512_set1_epi8(char(1 << t)));
-                    q[t] = _mm512_mask_add_epi8(q[t], set, q[t], sixteen);
-                }
-            }
+            unpackDotVectors<kFiveBit ? TensorType::Q5_0 : TensorType::Q4_0>(
+                block + kPackedKValuesOffset + s * kSub, q);
             const __m512i scale = _mm512_cvtepu8_epi32(_mm_loadu_si128(
                 reinterpret_cast<const __m128i*>(block + kPackedKScalesOffset + 16 * s)));
             const __m512i minimum = _mm512_cvtepu8_epi32(_mm_loadu_si128(
@@ -267,15 +305,16 @@ void matmulPackedKAvx512(TensorType weightType, const void* packed, std::int64_t
     }
 }
 
-void matmulPackedAvx512(const void* packed, float offset, std::int64_t k, const void* prepared,
-                        std::int64_t m, float* y, std::ptrdiff_t yStride, std::int64_t nBegin,
-                        std::int64_t nEnd) {
+void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t k,
+                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                        std::int64_t nBegin, std::int64_t nEnd) {
     constexpr int kRows = 4;
     const std::int64_t blocks = k / kQK;
+    const std::int64_t groupBytes = blocks * packedBlockBytes(weightType);
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
-        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kPackedBlockBytes;
+        const std::uint8_t* group = groups + (n0 / kPackRows) * groupBytes;
         const auto lanes = __mmask16((1u << std::min<std::int64_t>(kPackRows, nEnd - n0)) - 1u);
         for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
             const BlockQ8Act* rows[kRows];
@@ -285,16 +324,16 @@ void matmulPackedAvx512(const void* packed, float offset, std::int64_t k, const 
             __m512 acc[kRows];
             switch (count) {
                 case 4:
-                    packedGroup<4>(group, offset, blocks, rows, acc);
+                    packedGroup<4>(weightType, group, blocks, rows, acc);
                     break;
                 case 3:
-                    packedGroup<3>(group, offset, blocks, rows, acc);
+                    packedGroup<3>(weightType, group, blocks, rows, acc);
                     break;
                 case 2:
-                    packedGroup<2>(group, offset, blocks, rows, acc);
+                    packedGroup<2>(weightType, group, blocks, rows, acc);
                     break;
                 default:
-                    packedGroup<1>(group, offset, blocks, rows, acc);
+                    packedGroup<1>(weightType, group, blocks, rows, acc);
                     break;
             }
             for (int r = 0; r < count; ++r)

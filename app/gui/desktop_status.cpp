@@ -26,7 +26,8 @@ QString pathText(Protocol path) {
             return QStringLiteral("X11 (capture XGetImage, input XTest)");
         case Protocol::Wayland:
             return QStringLiteral(
-                "Wayland, wlroots (capture wlr-screencopy, input virtual pointer and keyboard)");
+                "Wayland, wlroots (capture ext-image-copy-capture or wlr-screencopy, input "
+                "virtual pointer and keyboard)");
         case Protocol::Portal:
             return QStringLiteral(
                 "Wayland through xdg-desktop-portal (capture ScreenCast over PipeWire, input "

@@ -1,6 +1,6 @@
 #pragma once
 // The status bar's statement of how a desktop session reaches the desktop Iris runs on: which
-// capture and input path it uses (X11; a wlroots compositor's screencopy and virtual input; the
+// capture and input path it uses (X11; a wlroots compositor's image copies and virtual input; the
 // xdg-desktop-portal ScreenCast and RemoteDesktop of GNOME and KDE), and whether a global stop
 // key works there, and why not. GlobalStopKey arms that key: an X11 grab, or on Wayland the
 // GlobalShortcuts portal, where the desktop offers it (no Wayland client may grab keys itself).

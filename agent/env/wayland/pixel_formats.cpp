@@ -74,6 +74,11 @@ bool canConvertShmFormat(std::uint32_t format) {
     return layoutOf(format, layout);
 }
 
+int shmFormatBytesPerPixel(std::uint32_t format) {
+    Layout layout;
+    return layoutOf(format, layout) ? layout.bytes : 0;
+}
+
 std::string shmFormatName(std::uint32_t format) {
     using namespace shm_format;
     switch (format) {

@@ -37,6 +37,9 @@ constexpr std::uint32_t kAbgr2101010 = fourcc('A', 'B', '3', '0');
 
 // Whether convertToBgr() reads `format`.
 bool canConvertShmFormat(std::uint32_t format);
+// Bytes per pixel of a format convertToBgr() reads (0 for any other): a client that allocates
+// the buffer itself (ext-image-copy-capture announces formats, not strides) needs it.
+int shmFormatBytesPerPixel(std::uint32_t format);
 // "XRGB8888", "AB24" (the fourcc's letters for formats without a name here), "0x12345678".
 std::string shmFormatName(std::uint32_t format);
 

@@ -6,12 +6,13 @@
 #include <cstring>
 
 #include <poll.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <wayland-client.h>
 
-#include "agent/env/wayland/pixel_formats.h"
+#include "ext-image-capture-source-v1-client-protocol.h"
+#include "ext-image-copy-capture-v1-client-protocol.h"
 #include "virtual-keyboard-unstable-v1-client-protocol.h"
+#include "wlr-foreign-toplevel-management-unstable-v1-client-protocol.h"
 #include "wlr-screencopy-unstable-v1-client-protocol.h"
 #include "wlr-virtual-pointer-unstable-v1-client-protocol.h"
 #include "xdg-output-unstable-v1-client-protocol.h"
@@ -22,92 +23,11 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kRoundtripTimeout{10000};
-constexpr milliseconds kCaptureTimeout{10000};
 
 template <typename T>
 T* bind(wl_registry* registry, std::uint32_t name, const wl_interface* interface,
         std::uint32_t offered, std::uint32_t wanted) {
     return static_cast<T*>(wl_registry_bind(registry, name, interface, std::min(offered, wanted)));
-}
-
-// A screen copy in flight: what the compositor said about it so far.
-struct Frame {
-    struct Offer {
-        std::uint32_t format, width, height, stride;
-    };
-    std::vector<Offer> offers;
-    bool buffersDone = false;  // version 3: every buffer type has been offered
-    bool ready = false;
-    bool failed = false;
-    std::uint32_t flags = 0;
-};
-
-const zwlr_screencopy_frame_v1_listener kFrameEvents = {
-    .buffer =
-        [](void* data, zwlr_screencopy_frame_v1*, std::uint32_t format, std::uint32_t width,
-           std::uint32_t height, std::uint32_t stride) {
-            static_cast<Frame*>(data)->offers.push_back({format, width, height, stride});
-        },
-    .flags = [](void* data, zwlr_screencopy_frame_v1*,
-                std::uint32_t flags) { static_cast<Frame*>(data)->flags = flags; },
-    .ready = [](void* data, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t,
-                std::uint32_t) { static_cast<Frame*>(data)->ready = true; },
-    .failed = [](void* data,
-                 zwlr_screencopy_frame_v1*) { static_cast<Frame*>(data)->failed = true; },
-    .damage = [](void*, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t, std::uint32_t,
-                 std::uint32_t) {},
-    .linux_dmabuf = [](void*, zwlr_screencopy_frame_v1*, std::uint32_t, std::uint32_t,
-                       std::uint32_t) {},
-    .buffer_done = [](void* data,
-                      zwlr_screencopy_frame_v1*) { static_cast<Frame*>(data)->buffersDone = true; },
-};
-
-// The shared memory a screen copy lands in, released on every path.
-struct ShmBuffer {
-    int fd = -1;
-    void* data = MAP_FAILED;
-    std::size_t size = 0;
-    wl_shm_pool* pool = nullptr;
-    wl_buffer* buffer = nullptr;
-    ~ShmBuffer() {
-        if (buffer != nullptr) wl_buffer_destroy(buffer);
-        if (pool != nullptr) wl_shm_pool_destroy(pool);
-        if (data != MAP_FAILED) ::munmap(data, size);
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-// The first shared-memory buffer type of `frame` whose pixel format Iris converts.
-Result<Frame::Offer> chooseOffer(const Frame& frame, const std::string& what) {
-    if (frame.failed) {
-        return Status::ioError(what +
-                               ": the compositor refused (the output may have been disabled or "
-                               "unplugged)");
-    }
-    std::string formats;
-    for (const Frame::Offer& offer : frame.offers) {
-        if (canConvertShmFormat(offer.format)) return offer;
-        formats += (formats.empty() ? "" : ", ") + shmFormatName(offer.format);
-    }
-    return Status::unsupported(what + ": none of the offered pixel formats (" + formats +
-                               ") is one Iris converts");
-}
-
-Status allocateShm(ShmBuffer& shm, wl_shm* globalShm, const Frame::Offer& offer,
-                   const std::string& what) {
-    shm.size = static_cast<std::size_t>(offer.stride) * offer.height;
-    shm.fd = ::memfd_create("iris-screen-copy", MFD_CLOEXEC);
-    if (shm.fd < 0 || ::ftruncate(shm.fd, static_cast<off_t>(shm.size)) != 0) {
-        return Status::ioError(what + ": cannot allocate " + std::to_string(shm.size) +
-                               " bytes of shared memory");
-    }
-    shm.data = ::mmap(nullptr, shm.size, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0);
-    if (shm.data == MAP_FAILED) return Status::ioError(what + ": mmap of the buffer failed");
-    shm.pool = wl_shm_create_pool(globalShm, shm.fd, static_cast<std::int32_t>(shm.size));
-    shm.buffer = wl_shm_pool_create_buffer(shm.pool, 0, static_cast<std::int32_t>(offer.width),
-                                           static_cast<std::int32_t>(offer.height),
-                                           static_cast<std::int32_t>(offer.stride), offer.format);
-    return Status::ok();
 }
 
 }  // namespace
@@ -147,6 +67,62 @@ struct OutputEvents {
     };
 };
 
+// wlroots' foreign-toplevel protocol: a handle per window, whose title, app id and state arrive
+// as pending values that its `done` event applies.
+struct ToplevelEvents {
+    static WaylandToplevel& of(void* data) { return *static_cast<WaylandToplevel*>(data); }
+    static constexpr zwlr_foreign_toplevel_handle_v1_listener kHandle = {
+        .title = [](void* data, zwlr_foreign_toplevel_handle_v1*,
+                    const char* title) { of(data).pendingTitle = title; },
+        .app_id = [](void* data, zwlr_foreign_toplevel_handle_v1*,
+                     const char* appId) { of(data).pendingAppId = appId; },
+        .output_enter = [](void*, zwlr_foreign_toplevel_handle_v1*, wl_output*) {},
+        .output_leave = [](void*, zwlr_foreign_toplevel_handle_v1*, wl_output*) {},
+        .state =
+            [](void* data, zwlr_foreign_toplevel_handle_v1*, wl_array* states) {
+                bool activated = false;
+                const auto* state = static_cast<const std::uint32_t*>(states->data);
+                for (std::size_t i = 0; i < states->size / sizeof(std::uint32_t); ++i)
+                    activated |= state[i] == ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_ACTIVATED;
+                of(data).pendingActivated = activated;
+            },
+        .done =
+            [](void* data, zwlr_foreign_toplevel_handle_v1*) {
+                WaylandToplevel& toplevel = of(data);
+                toplevel.title = toplevel.pendingTitle;
+                toplevel.appId = toplevel.pendingAppId;
+                toplevel.activated = toplevel.pendingActivated;
+            },
+        .closed =
+            [](void* data, zwlr_foreign_toplevel_handle_v1* handle) {
+                // Dropped from the list when the next window arrives (the list is the
+                // connection's, and this event knows only the window).
+                zwlr_foreign_toplevel_handle_v1_destroy(handle);
+                of(data) = WaylandToplevel{};
+            },
+        .parent = [](void*, zwlr_foreign_toplevel_handle_v1*, zwlr_foreign_toplevel_handle_v1*) {},
+    };
+    static constexpr zwlr_foreign_toplevel_manager_v1_listener kManager = {
+        .toplevel =
+            [](void* data, zwlr_foreign_toplevel_manager_v1*,
+               zwlr_foreign_toplevel_handle_v1* handle) {
+                auto& toplevels = static_cast<WaylandConnection*>(data)->m_toplevels;
+                std::erase_if(toplevels, [](const auto& t) { return t->handle == nullptr; });
+                toplevels.push_back(std::make_unique<WaylandToplevel>());
+                toplevels.back()->handle = handle;
+                zwlr_foreign_toplevel_handle_v1_add_listener(handle, &kHandle,
+                                                             toplevels.back().get());
+            },
+        .finished =
+            [](void* data, zwlr_foreign_toplevel_manager_v1* manager) {
+                // The compositor no longer lists windows (it is going away).
+                auto& self = *static_cast<WaylandConnection*>(data);
+                zwlr_foreign_toplevel_manager_v1_destroy(manager);
+                self.m_toplevelManager = nullptr;
+            },
+    };
+};
+
 struct RegistryEvents {
     static void global(void* data, wl_registry* registry, std::uint32_t name, const char* interface,
                        std::uint32_t version) {
@@ -178,6 +154,18 @@ struct RegistryEvents {
         } else if (kind == zwp_virtual_keyboard_manager_v1_interface.name) {
             self.m_keyboardManager = bind<zwp_virtual_keyboard_manager_v1>(
                 registry, name, &zwp_virtual_keyboard_manager_v1_interface, version, 1);
+        } else if (kind == ext_output_image_capture_source_manager_v1_interface.name) {
+            self.m_outputSources = bind<ext_output_image_capture_source_manager_v1>(
+                registry, name, &ext_output_image_capture_source_manager_v1_interface, version, 1);
+        } else if (kind == ext_image_copy_capture_manager_v1_interface.name) {
+            self.m_imageCopy = bind<ext_image_copy_capture_manager_v1>(
+                registry, name, &ext_image_copy_capture_manager_v1_interface, version, 1);
+        } else if (kind == zwlr_foreign_toplevel_manager_v1_interface.name &&
+                   self.m_toplevelManager == nullptr) {
+            self.m_toplevelManager = bind<zwlr_foreign_toplevel_manager_v1>(
+                registry, name, &zwlr_foreign_toplevel_manager_v1_interface, version, 3);
+            zwlr_foreign_toplevel_manager_v1_add_listener(self.m_toplevelManager,
+                                                          &ToplevelEvents::kManager, &self);
         }
     }
     static void globalRemove(void* data, wl_registry*, std::uint32_t name) {
@@ -223,6 +211,17 @@ WaylandConnection::~WaylandConnection() {
     for (auto& output : m_outputs) {
         if (output->xdgOutput != nullptr) zxdg_output_v1_destroy(output->xdgOutput);
         if (output->output != nullptr) wl_output_destroy(output->output);
+    }
+    for (auto& toplevel : m_toplevels) {
+        if (toplevel->handle != nullptr) zwlr_foreign_toplevel_handle_v1_destroy(toplevel->handle);
+    }
+    if (m_toplevelManager != nullptr) {
+        zwlr_foreign_toplevel_manager_v1_stop(m_toplevelManager);
+        zwlr_foreign_toplevel_manager_v1_destroy(m_toplevelManager);
+    }
+    if (m_imageCopy != nullptr) ext_image_copy_capture_manager_v1_destroy(m_imageCopy);
+    if (m_outputSources != nullptr) {
+        ext_output_image_capture_source_manager_v1_destroy(m_outputSources);
     }
     if (m_screencopy != nullptr) zwlr_screencopy_manager_v1_destroy(m_screencopy);
     if (m_pointerManager != nullptr) zwlr_virtual_pointer_manager_v1_destroy(m_pointerManager);
@@ -344,57 +343,11 @@ const WaylandOutput* WaylandConnection::outputByGlobal(std::uint32_t globalName)
     return nullptr;
 }
 
-Status WaylandConnection::requireScreenCopy() const {
-    if (m_screencopy != nullptr && m_shm != nullptr) return Status::ok();
-    // ext-image-copy-capture-v1 is the newer protocol; no Debian 12 compositor offers it.
-    std::string missing = m_screencopy == nullptr ? "zwlr_screencopy_manager_v1" : "wl_shm";
-    std::string newer = offers("ext_image_copy_capture_manager_v1")
-                            ? " (it offers ext_image_copy_capture_manager_v1, which Iris does "
-                              "not speak yet)"
-                            : " nor ext_image_copy_capture_manager_v1";
-    return Status::unsupported(
-        "desktop: the Wayland compositor at " + m_name + " offers no " + missing + newer +
-        ", so Iris cannot capture its screen. wlroots compositors (sway, Hyprland, river, labwc) "
-        "offer it; GNOME and KDE need the xdg-desktop-portal ScreenCast path, which Iris does "
-        "not have yet: use --env desktop:x11 for X11 applications under Xwayland meanwhile");
-}
-
-Result<cv::Mat> WaylandConnection::capture(const WaylandOutput& output) {
-    IRIS_RETURN_IF_ERROR(requireScreenCopy());
-    const std::string what = "desktop: capturing output " + output.name;
-    if (output.gone) return Status::ioError(what + ": the output is gone (unplugged or disabled)");
-    Frame frame;
-    // With the pointer, always: compositors that draw it in software (the headless backend)
-    // cannot leave it out, so leaving it out elsewhere would make observations differ by
-    // compositor.
-    zwlr_screencopy_frame_v1* proxy =
-        zwlr_screencopy_manager_v1_capture_output(m_screencopy, 1, output.output);
-    zwlr_screencopy_frame_v1_add_listener(proxy, &kFrameEvents, &frame);
-    const bool announcesDone = zwlr_screencopy_frame_v1_get_version(proxy) >= 3;
-    ShmBuffer shm;
-    Status copied = dispatchUntil(
-        [&] { return frame.failed || (announcesDone ? frame.buffersDone : !frame.offers.empty()); },
-        kCaptureTimeout, what);
-    Result<Frame::Offer> offer =
-        copied.isOk() ? chooseOffer(frame, what) : Result<Frame::Offer>(copied);
-    if (offer) copied = allocateShm(shm, m_shm, *offer, what);
-    if (offer && copied.isOk()) {
-        zwlr_screencopy_frame_v1_copy(proxy, shm.buffer);
-        copied = dispatchUntil([&] { return frame.ready || frame.failed; }, kCaptureTimeout, what);
+std::string WaylandConnection::activeWindowTitle() const {
+    for (const auto& toplevel : m_toplevels) {
+        if (toplevel->activated) return toplevel->title;
     }
-    zwlr_screencopy_frame_v1_destroy(proxy);
-    if (!offer) return offer.status();
-    IRIS_RETURN_IF_ERROR(copied);
-    if (frame.failed) {
-        return Status::ioError(
-            what + ": the copy failed (the output may have been disabled or unplugged)");
-    }
-    Result<cv::Mat> image = convertToBgr(
-        static_cast<const std::uint8_t*>(shm.data), offer->format, static_cast<int>(offer->width),
-        static_cast<int>(offer->height), static_cast<int>(offer->stride),
-        (frame.flags & ZWLR_SCREENCOPY_FRAME_V1_FLAGS_Y_INVERT) != 0);
-    if (!image) return image.status();
-    return applyOutputTransform(*image, output.transform);
+    return {};
 }
 
 }  // namespace iris::agent

@@ -1,8 +1,9 @@
 #pragma once
 // One libwayland-client connection to a compositor: its globals, its outputs (with their names,
-// modes, scales, transforms and logical places from xdg-output) and screen copies through
-// zwlr_screencopy_manager_v1 into shared-memory buffers. Protocol errors and a lost connection
-// come back as Status. Internal to agent/env/wayland.
+// modes, scales, transforms and logical places from xdg-output), its windows' titles (wlroots'
+// foreign-toplevel protocol) and screen copies into shared-memory buffers through
+// ext-image-copy-capture-v1 or, where that is missing, zwlr_screencopy_manager_v1. Protocol
+// errors and a lost connection come back as Status. Internal to agent/env/wayland.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,10 @@ struct wl_shm;
 struct zxdg_output_manager_v1;
 struct zxdg_output_v1;
 struct zwlr_screencopy_manager_v1;
+struct zwlr_foreign_toplevel_manager_v1;
+struct zwlr_foreign_toplevel_handle_v1;
+struct ext_image_copy_capture_manager_v1;
+struct ext_output_image_capture_source_manager_v1;
 struct zwlr_virtual_pointer_manager_v1;
 struct zwp_virtual_keyboard_manager_v1;
 
@@ -44,6 +49,20 @@ struct WaylandOutput {
     int pixelWidth() const { return transform % 2 == 1 ? modeHeight : modeWidth; }
     int pixelHeight() const { return transform % 2 == 1 ? modeWidth : modeHeight; }
 };
+
+// A window as the foreign-toplevel protocol describes it, as of its last `done` event.
+struct WaylandToplevel {
+    zwlr_foreign_toplevel_handle_v1* handle = nullptr;
+    std::string title;
+    std::string appId;
+    bool activated = false;  // it has the keyboard focus
+    // What the compositor sent since its last `done`, applied all at once by `done`.
+    std::string pendingTitle, pendingAppId;
+    bool pendingActivated = false;
+};
+
+// The protocol screen copies go through.
+enum class CaptureProtocol { None, ExtImageCopyCapture, WlrScreencopy };
 
 class WaylandConnection final {
 public:
@@ -79,19 +98,32 @@ public:
 
     // Unsupported, naming what is missing when screen copies are impossible.
     Status requireScreenCopy() const;
+    // ext-image-copy-capture-v1 where the compositor offers it (the protocol wayland-protocols
+    // standardised; wlroots 0.19 and later, and other compositors), else wlr-screencopy.
+    CaptureProtocol captureProtocol() const;
     // The output's current picture as BGR, physical pixels, transform applied (what its user
     // sees), with the pointer drawn in. IoError naming the output when it is gone or the compositor
     // refuses the copy.
     Result<cv::Mat> capture(const WaylandOutput& output);
+
+    // Whether the compositor tells its clients about windows (zwlr_foreign_toplevel_manager_v1).
+    bool listsWindows() const { return m_toplevelManager != nullptr; }
+    // The title of the window that has the keyboard focus, as of the events handled so far
+    // (roundtrip() first for the latest); empty when none has it or the compositor does not say.
+    std::string activeWindowTitle() const;
 
 private:
     WaylandConnection(wl_display* display, std::string name);
     Status bindGlobals();
     void describeOutput(WaylandOutput& output);
     Status connectionError(std::string_view what) const;
+    // The two capture paths (wayland_capture.cpp).
+    Result<cv::Mat> captureWithImageCopy(const WaylandOutput& output, const std::string& what);
+    Result<cv::Mat> captureWithScreencopy(const WaylandOutput& output, const std::string& what);
 
     friend struct RegistryEvents;
     friend struct OutputEvents;
+    friend struct ToplevelEvents;
 
     wl_display* m_display;
     std::string m_name;
@@ -102,8 +134,12 @@ private:
     zwlr_screencopy_manager_v1* m_screencopy = nullptr;
     zwlr_virtual_pointer_manager_v1* m_pointerManager = nullptr;
     zwp_virtual_keyboard_manager_v1* m_keyboardManager = nullptr;
+    ext_output_image_capture_source_manager_v1* m_outputSources = nullptr;
+    ext_image_copy_capture_manager_v1* m_imageCopy = nullptr;
+    zwlr_foreign_toplevel_manager_v1* m_toplevelManager = nullptr;
     std::vector<std::string> m_interfaces;
     std::vector<std::unique_ptr<WaylandOutput>> m_outputs;
+    std::vector<std::unique_ptr<WaylandToplevel>> m_toplevels;
 };
 
 }  // namespace iris::agent

@@ -158,7 +158,8 @@ Result<Observation> WaylandDesktopEnvironment::observe() {
     observation.screenshot =
         shrinkForObservation(std::move(*captured), m_area, m_options.observationScale);
     observation.devicePixelRatio = 1.0 / m_options.observationScale;
-    // No window title: wlroots offers it only through the foreign-toplevel protocol.
+    // The focused window's, as the X11 desktop reports it; events up to the copy's are handled.
+    observation.title = m_connection->activeWindowTitle();
     return observation;
 }
 
@@ -252,7 +253,14 @@ ActionResult WaylandDesktopEnvironment::execute(const Action& action) {
 
 std::string WaylandDesktopEnvironment::describe() const {
     std::string socket = std::filesystem::path(m_displayName).filename().string();
-    return "desktop:wayland " + socket + " " + m_outputName + (m_private ? " (private)" : "");
+    std::string capture;
+    if (m_connection) {
+        capture = m_connection->captureProtocol() == CaptureProtocol::ExtImageCopyCapture
+                      ? ", capture ext-image-copy-capture"
+                      : ", capture wlr-screencopy";
+    }
+    return "desktop:wayland " + socket + " " + m_outputName + (m_private ? " (private)" : "") +
+           capture;
 }
 
 }  // namespace iris::agent

@@ -1,8 +1,9 @@
 #pragma once
 // The agent's desktop on a Wayland compositor of the wlroots family (sway, Hyprland, river,
-// labwc): screenshots with zwlr_screencopy_manager_v1, input with zwlr_virtual_pointer_v1 and
-// zwp_virtual_keyboard_v1, on an existing compositor or on a private headless sway it starts
-// itself. The same Environment as the X11 desktop (agent/env/desktop); not thread-safe.
+// labwc): screenshots with ext-image-copy-capture-v1 or zwlr_screencopy_manager_v1, input with
+// zwlr_virtual_pointer_v1 and zwp_virtual_keyboard_v1, the focused window's title from
+// zwlr_foreign_toplevel_manager_v1, on an existing compositor or on a private headless sway it
+// starts itself. The same Environment as the X11 desktop (agent/env/desktop); not thread-safe.
 //
 // Coordinate frame: an observation is one output, in that output's physical pixels as its user
 // sees them (the mode, rotated by the output's transform; a scale-2 output of 640x400 logical
@@ -65,7 +66,8 @@ public:
     Result<Observation> observe() override;
     // As DesktopEnvironment::execute.
     ActionResult execute(const Action& action) override;
-    // "desktop:wayland wayland-1 HEADLESS-1", "... (private)".
+    // "desktop:wayland wayland-1 HEADLESS-1, capture wlr-screencopy", "... HEADLESS-1 (private),
+    // capture ...".
     std::string describe() const override;
 
     // The socket connected to (an absolute path for a private compositor).

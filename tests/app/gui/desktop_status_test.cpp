@@ -32,10 +32,12 @@ TEST(DesktopStatus, NamesTheCaptureAndInputPathOfEachDesktop) {
     EXPECT_EQ(textOf(Protocol::X11, StopKey::Grabbed, "Ctrl+Alt+."),
               QStringLiteral("Desktop: X11 (capture XGetImage, input XTest) \u00b7 global stop "
                              "key Ctrl+Alt+. (an X11 grab)"));
-    EXPECT_EQ(textOf(Protocol::Wayland, StopKey::PortalBound, "Ctrl+Alt+."),
-              QStringLiteral("Desktop: Wayland, wlroots (capture wlr-screencopy, input virtual "
-                             "pointer and keyboard) \u00b7 global stop key Ctrl+Alt+. "
-                             "(GlobalShortcuts portal)"));
+    EXPECT_EQ(
+        textOf(Protocol::Wayland, StopKey::PortalBound, "Ctrl+Alt+."),
+        QStringLiteral(
+            "Desktop: Wayland, wlroots (capture ext-image-copy-capture or "
+            "wlr-screencopy, input virtual pointer and keyboard) \u00b7 global stop key Ctrl+Alt+. "
+            "(GlobalShortcuts portal)"));
     EXPECT_EQ(textOf(Protocol::Portal, StopKey::PortalPending, "Ctrl+Alt+."),
               QStringLiteral("Desktop: Wayland through xdg-desktop-portal (capture ScreenCast "
                              "over PipeWire, input RemoteDesktop) \u00b7 global stop key "
@@ -47,8 +49,9 @@ TEST(DesktopStatus, SaysWhyThereIsNoGlobalStopKey) {
     EXPECT_EQ(textOf(Protocol::Wayland, StopKey::Unavailable,
                      "Wayland lets no program grab keys, and no xdg-desktop-portal on the "
                      "session bus"),
-              QStringLiteral("Desktop: Wayland, wlroots (capture wlr-screencopy, input virtual "
-                             "pointer and keyboard) \u00b7 no global stop key: Wayland lets no "
+              QStringLiteral("Desktop: Wayland, wlroots (capture ext-image-copy-capture or "
+                             "wlr-screencopy, input virtual pointer and keyboard) \u00b7 no global "
+                             "stop key: Wayland lets no "
                              "program grab keys, and no xdg-desktop-portal on the session bus; "
                              "Ctrl+. stops the agent from an Iris window"));
 }
@@ -109,10 +112,12 @@ TEST(DesktopStatus, OnWaylandTheKeyIsBoundThroughTheGlobalShortcutsPortal) {
         key.arm();
         ASSERT_TRUE(spinUntil([&] { return key.facts().stopKey == StopKey::PortalBound; }))
             << label.text().toStdString();
-        EXPECT_EQ(label.text(),
-                  QStringLiteral("Desktop: Wayland, wlroots (capture wlr-screencopy, input "
-                                 "virtual pointer and keyboard) \u00b7 global stop key "
-                                 "CTRL+ALT+period (GlobalShortcuts portal)"));
+        EXPECT_EQ(
+            label.text(),
+            QStringLiteral(
+                "Desktop: Wayland, wlroots (capture ext-image-copy-capture "
+                "or wlr-screencopy, input virtual pointer and keyboard) \u00b7 global stop key "
+                "CTRL+ALT+period (GlobalShortcuts portal)"));
         QDBusMessage press = QDBusMessage::createMethodCall(
             QStringLiteral("org.freedesktop.portal.Desktop"),
             QStringLiteral("/org/freedesktop/portal/desktop"),

@@ -26,6 +26,7 @@ TEST(PixelFormatsTest, EveryEightBitFormatReadsItsChannels) {
     for (const Case& c : cases) {
         SCOPED_TRACE(shmFormatName(c.format));
         ASSERT_TRUE(canConvertShmFormat(c.format));
+        EXPECT_EQ(shmFormatBytesPerPixel(c.format), static_cast<int>(c.bytes.size()));
         Result<cv::Mat> image =
             convertToBgr(c.bytes.data(), c.format, 1, 1, static_cast<int>(c.bytes.size()), false);
         ASSERT_TRUE(image) << image.status().message();
@@ -40,6 +41,8 @@ TEST(PixelFormatsTest, PackedFormatsWidenToEightBits) {
     Result<cv::Mat> image = convertToBgr(magenta565, kRgb565, 1, 1, 2, false);
     ASSERT_TRUE(image);
     EXPECT_EQ(image->at<cv::Vec3b>(0, 0), cv::Vec3b(255, 0, 255));
+    EXPECT_EQ(shmFormatBytesPerPixel(kRgb565), 2);
+    EXPECT_EQ(shmFormatBytesPerPixel(kXrgb2101010), 4);
     // XRGB2101010: red 0x3ff, green 0x200, blue 0x004 -> 255, 128 (0x200 >> 2), 1.
     std::uint32_t word = 0x3ffu << 20 | 0x200u << 10 | 0x004u;
     const std::uint8_t bytes[] = {
@@ -72,6 +75,7 @@ TEST(PixelFormatsTest, StrideAndYInvertAreHonoured) {
 TEST(PixelFormatsTest, UnknownFormatsAreNamed) {
     std::uint32_t nv12 = shm_format::fourcc('N', 'V', '1', '2');
     EXPECT_FALSE(canConvertShmFormat(nv12));
+    EXPECT_EQ(shmFormatBytesPerPixel(nv12), 0);
     const std::uint8_t byte = 0;
     Result<cv::Mat> image = convertToBgr(&byte, nv12, 1, 1, 4, false);
     ASSERT_FALSE(image);

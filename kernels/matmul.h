@@ -47,7 +47,8 @@ void matmul(TensorType weightType, const void* w, std::int64_t k, const void* pr
 // file's layout would, and packing on 36-byte blocks (unpacked q5_0/q4_0, f32 scales) made a
 // Q4_K_M decode read 28% more (measured: 76-81 against 60-61 tokens/s on a Qwen2.5-0.5B-shaped
 // file, AMD Zen 5, 2 threads). Packing copies the weights once, at load time; the layout is in
-// kernels/cpu/matmul.h.
+// kernels/cpu/matmul.h. On AVX2 (no vpdpbusd) the same layout feeds vpmaddubsw, 8 rows per
+// register: q5_0 and q4_0 as stored, q8_0 through the sign trick (|q| against x with q's sign).
 // q4_K, q5_K and q6_K are packed on AVX2 too: 16 rows interleaved the same way per 256-value
 // super-block, the values kept at 4, 5 or 6 bits, the 6-bit sub-block scales and minimums
 // unpacked to one byte per row (2432, 2944 and 3392 bytes per 16 x 256 values against 2304,

@@ -41,7 +41,8 @@ void matmulPackedScalar(TensorType weightType, const void* packed, std::int64_t 
 void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t k,
                         const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
                         std::int64_t nBegin, std::int64_t nEnd);
-// q5_0 and q4_0 only: without vpdpbusd, q8_0's unsigned values overflow vpmaddubsw's pairs.
+// Without vpdpbusd: q5_0 and q4_0 values are small enough for vpmaddubsw as stored; q8_0's are
+// made signed again and multiplied with the sign trick (vpabsb, vpsignb).
 void matmulPackedAvx2(TensorType weightType, const void* packed, std::int64_t k,
                       const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
                       std::int64_t nBegin, std::int64_t nEnd);

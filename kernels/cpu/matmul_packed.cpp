@@ -259,10 +259,8 @@ std::int64_t packedBytes(TensorType weightType, std::int64_t n, std::int64_t k) 
     // unpacking that the packed one does once at load.
     if (isPackedK(weightType) && activeIsa() >= CpuIsa::Avx2)
         return groups * (k / cpu::kQKK) * cpu::packedKSuperBlockBytes(weightType);
-    // q8_0 needs VNNI (its unsigned values overflow AVX2's vpmaddubsw pairs); q5_0 and q4_0
-    // gain on AVX2 too: their file layout is unpacked per row and summed horizontally.
-    const CpuIsa needs = weightType == TensorType::Q8_0 ? CpuIsa::Avx512 : CpuIsa::Avx2;
-    if (cpu::packedBlockBytes(weightType) == 0 || activeIsa() < needs) return 0;
+    // The legacy types gain on AVX2 too: their file layout is summed horizontally per row.
+    if (cpu::packedBlockBytes(weightType) == 0 || activeIsa() < CpuIsa::Avx2) return 0;
     return groups * (k / cpu::kQK) * cpu::packedBlockBytes(weightType);
 }
 
@@ -309,10 +307,9 @@ void matmulPacked(TensorType weightType, const void* packed, std::int64_t k, con
                                                 nBegin, nEnd);
         return;
     }
-    const cpu::PackedMatmulFn avx2 =
-        weightType == TensorType::Q8_0 ? nullptr : IRIS_X86_VARIANT(cpu::matmulPackedAvx2);
     const cpu::IsaVariants<cpu::PackedMatmulFn> variants = {
-        cpu::matmulPackedScalar, avx2, IRIS_X86_VARIANT(cpu::matmulPackedAvx512)};
+        cpu::matmulPackedScalar, IRIS_X86_VARIANT(cpu::matmulPackedAvx2),
+        IRIS_X86_VARIANT(cpu::matmulPackedAvx512)};
     cpu::pickVariant(variants, activeIsa())(weightType, packed, k, prepared, m, y, yStride, nBegin,
                                             nEnd);
 }

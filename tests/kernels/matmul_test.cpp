@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu_features.h"
 #include "kernels/quant.h"
 
@@ -169,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatmulVariant,
                          [](const auto& param) { return std::string(cpuIsaName(param.param)); });
 
 // The packed layout gives the products of the plain layout, for its scalar reference and each
-// kernel this CPU runs (AVX2: q5_0 and q4_0; AVX-512 VNNI: all three), whatever the number of
+// kernel this CPU runs (AVX2 and AVX-512 VNNI), whatever the number of
 // rows (padding) and the column range.
 TEST(MatmulPacked, MatchesThePlainLayout) {
     [[maybe_unused]] const CpuIsa highest = highestSupportedIsa(cpuFeatures());
@@ -186,8 +187,7 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
                 packWeights(type, p.w.data(), n, p.k, packed.data());
                 std::vector<cpu::PackedMatmulFn> kernels = {cpu::matmulPackedScalar};
 #if defined(IRIS_KERNELS_X86)
-                if (highest >= CpuIsa::Avx2 && type != TensorType::Q8_0)
-                    kernels.push_back(cpu::matmulPackedAvx2);
+                if (highest >= CpuIsa::Avx2) kernels.push_back(cpu::matmulPackedAvx2);
                 if (highest >= CpuIsa::Avx512) kernels.push_back(cpu::matmulPackedAvx512);
 #endif
                 for (cpu::PackedMatmulFn kernel : kernels) {
@@ -203,6 +203,57 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
                                     1e-5 * (std::fabs(double(want[i])) + 1.0))
                             << tensorTypeInfo(type).name << " n=" << n << " m=" << m << " i=" << i;
                     }
+                }
+            }
+        }
+    }
+}
+
+// q8_0 at the edges of vpmaddubsw: weights of -128 and 127 against activations of +-127 (a pair
+// of products reaches 2 * 128 * 127 = 32512, just under the int16 limit, and two pairs would
+// not fit). Every packed kernel must give the float64 product exactly (all terms are integers
+// times one scale).
+TEST(MatmulPacked, Q8_0ExtremesDoNotSaturate) {
+    constexpr std::int64_t n = 16, k = 64;
+    std::vector<cpu::BlockQ8_0> w(std::size_t(n * k / 32));
+    for (std::int64_t r = 0; r < n; ++r) {
+        for (std::int64_t b = 0; b < k / 32; ++b) {
+            cpu::BlockQ8_0& block = w[std::size_t(r * (k / 32) + b)];
+            block.d = 0x3C00;             // 1.0
+            for (int j = 0; j < 32; ++j)  // 127 where bit j % 4 of r is set, else -128
+                block.qs[j] = std::int8_t((r >> (j % 4)) & 1 ? 127 : -128);
+        }
+    }
+    std::vector<cpu::PackedMatmulFn> kernels = {cpu::matmulPackedScalar};
+#if defined(IRIS_KERNELS_X86)
+    const CpuIsa highest = highestSupportedIsa(cpuFeatures());
+    if (highest >= CpuIsa::Avx2) kernels.push_back(cpu::matmulPackedAvx2);
+    if (highest >= CpuIsa::Avx512) kernels.push_back(cpu::matmulPackedAvx512);
+#endif
+    std::vector<std::byte> packed(std::size_t((k / 32) * cpu::packedBlockBytes(TensorType::Q8_0)));
+    packWeights(TensorType::Q8_0, w.data(), n, k, packed.data());
+    // Activations quantised to +-127 (d = 1/127): all positive (the products of a row add up
+    // in one direction), then signs changing every 3 values.
+    for (int signs = 0; signs < 2; ++signs) {
+        // The same row twice: one activation row (decoding) and two take different paths.
+        std::vector<float> x(static_cast<std::size_t>(2 * k));
+        for (std::int64_t j = 0; j < 2 * k; ++j)
+            x[std::size_t(j)] = signs == 0 || (j % k / 3) % 2 == 0 ? 1.0f : -1.0f;
+        std::vector<std::byte> prepared(std::size_t(2 * preparedRowBytes(TensorType::Q8_0, k)));
+        prepareActivations(TensorType::Q8_0, x.data(), k, 2, k, prepared.data());
+        for (std::size_t kernel = 0; kernel < kernels.size(); ++kernel) {
+            for (std::int64_t m : {1, 2}) {
+                std::vector<float> y(std::size_t(m * n), NAN);
+                kernels[kernel](TensorType::Q8_0, packed.data(), k, prepared.data(), m, y.data(), n,
+                                0, n);
+                for (std::int64_t i = 0; i < m * n; ++i) {
+                    double want = 0.0;
+                    for (std::int64_t j = 0; j < k; ++j) {
+                        const int q = (i % n >> (j % 4)) & 1 ? 127 : -128;
+                        want += double(q) * (x[std::size_t(j)] > 0 ? 1.0 : -1.0);
+                    }
+                    EXPECT_NEAR(double(y[std::size_t(i)]), want, 1e-4 * std::fabs(want) + 1e-3)
+                        << "kernel " << kernel << " signs " << signs << " m " << m << " i " << i;
                 }
             }
         }
@@ -339,8 +390,12 @@ TEST(Matmul, EachActivationRowGivesTheSameBitsWhateverTheBatch) {
                 return y;
             };
             const std::vector<float> all = run(0, m);
-            for (auto [first, rows] : {std::pair<std::int64_t, std::int64_t>{0, 1}, {5, 1},
-                                       {36, 1}, {3, 2}, {7, 5}, {11, 17}}) {
+            for (auto [first, rows] : {std::pair<std::int64_t, std::int64_t>{0, 1},
+                                       {5, 1},
+                                       {36, 1},
+                                       {3, 2},
+                                       {7, 5},
+                                       {11, 17}}) {
                 const std::vector<float> some = run(first, rows);
                 for (std::int64_t i = 0; i < rows * n; ++i) {
                     ASSERT_EQ(std::bit_cast<std::uint32_t>(some[std::size_t(i)]),

@@ -252,15 +252,93 @@ void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const Blo
     }
 }
 
+// Rows 8h..8h+7 of a packed q8_0 group against R activation rows. Without vpdpbusd the stored
+// values (q + 128) are made signed again (xor 0x80) and go through the sign trick: |q| as the
+// unsigned operand against x carrying q's sign, so a vpmaddubsw pair is at most 2 * 128 * 127
+// and cannot saturate (each pair is widened to int32 before the next is added: two would).
+template <int R>
+void packedHalfQ8(const std::uint8_t* group, int h, std::int64_t blocks, const BlockQ8Act* const* x,
+                  __m256* acc) {
+    constexpr std::int64_t kBytes = packedBlockBytes(TensorType::Q8_0);
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_setzero_ps();
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::uint8_t* block = group + b * kBytes;
+        const __m256 d =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * h)));
+        const std::uint8_t* values = block + 2 * kPackRows + 32 * h;
+        __m256i dots[R];
+        for (int r = 0; r < R; ++r)
+            dots[r] = _mm256_setzero_si256();
+        for (int t = 0; t < 8; ++t) {
+            const __m256i q = _mm256_xor_si256(loadHalf(values + 64 * t), flip);
+            const __m256i magnitude = _mm256_abs_epi8(q);
+            for (int r = 0; r < R; ++r) {
+                const __m256i signedX = _mm256_sign_epi8(broadcast4(x[r][b].qs + 4 * t), q);
+                dots[r] = _mm256_add_epi32(
+                    dots[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signedX), ones));
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r]),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d)), acc[r]);
+        }
+    }
+}
+
+// Decoding (one activation row) through q8_0: both halves of each 16-row group in the same loop,
+// each 64-byte line of weights used whole as it arrives. Measured against the half-at-a-time
+// driver below on a q8_0 output head (151936 x 896, one thread, AMD Zen 5): 24.7 against 19.8
+// GB/s, and also against that driver taking each group in L1-sized runs of blocks (20.6 GB/s).
+void decodeQ8(const std::uint8_t* groups, std::int64_t blocks, const BlockQ8Act* x, float* y,
+              std::int64_t nBegin, std::int64_t nEnd) {
+    constexpr std::int64_t kBytes = packedBlockBytes(TensorType::Q8_0);
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
+        const std::uint8_t* group = groups + (n0 / kPackRows) * blocks * kBytes;
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const std::uint8_t* block = group + b * kBytes;
+            const std::uint8_t* values = block + 2 * kPackRows;
+            __m256i dots[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int t = 0; t < 8; ++t) {
+                const __m256i xt = broadcast4(x[b].qs + 4 * t);
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i q = _mm256_xor_si256(loadHalf(values + 64 * t + 32 * h), flip);
+                    const __m256i products =
+                        _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xt, q));
+                    dots[h] = _mm256_add_epi32(dots[h], _mm256_madd_epi16(products, ones));
+                }
+            }
+            const __m256 dx = _mm256_set1_ps(x[b].d);
+            for (int h = 0; h < 2; ++h) {
+                const __m256 d = _mm256_cvtph_ps(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * h)));
+                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[h]), _mm256_mul_ps(d, dx), acc[h]);
+            }
+        }
+        const std::int64_t valid = std::min<std::int64_t>(kPackRows, nEnd - n0);
+        if (valid == kPackRows) {
+            _mm256_storeu_ps(y + n0, acc[0]);
+            _mm256_storeu_ps(y + n0 + 8, acc[1]);
+        } else {
+            alignas(32) float lanes[kPackRows];
+            _mm256_store_ps(lanes, acc[0]);
+            _mm256_store_ps(lanes + 8, acc[1]);
+            std::memcpy(y + n0, lanes, std::size_t(valid) * 4);
+        }
+    }
+}
+
 // The 16-row groups of [nBegin, nEnd) as two halves of 8 rows each, against the activation rows
 // in L2-sized panels (a prefill chunk's activations are then read from L3 once per panel, not
 // once per group), up to 4 at a time: half(std::integral_constant<int, R>, group, h, rows, acc)
 // writes acc[0..R) for rows 8h..8h+7 of `group`.
 template <class Block, class Half>
 void forEachPackedHalf(const void* packed, std::int64_t groupBytes, const void* prepared,
-                       std::int64_t blocksPerRow, std::int64_t m, float* y,
-                       std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd,
-                       Half half) {
+                       std::int64_t blocksPerRow, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                       std::int64_t nBegin, std::int64_t nEnd, Half half) {
     constexpr int kRows = 4;
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const Block*>(prepared);
@@ -318,24 +396,30 @@ void matmulPackedKAvx2(TensorType weightType, const void* packed, std::int64_t k
         packed, superBlocks * packedKSuperBlockBytes(weightType), prepared, superBlocks, m, y,
         yStride, nBegin, nEnd,
         [&]<int R>(std::integral_constant<int, R>, const std::uint8_t* group, int h,
-                   const BlockQ8K* const* rows, __m256* acc) {
-            packedHalfK<R>(weightType, group, h, superBlocks, rows, acc);
-        });
+                   const BlockQ8K* const* rows,
+                   __m256* acc) { packedHalfK<R>(weightType, group, h, superBlocks, rows, acc); });
 }
 
 void matmulPackedAvx2(TensorType weightType, const void* packed, std::int64_t k,
                       const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
                       std::int64_t nBegin, std::int64_t nEnd) {
     const std::int64_t blocks = k / kQK;
+    if (weightType == TensorType::Q8_0 && m == 1) {
+        return decodeQ8(static_cast<const std::uint8_t*>(packed), blocks,
+                        static_cast<const BlockQ8Act*>(prepared), y, nBegin, nEnd);
+    }
     forEachPackedHalf<BlockQ8Act>(
         packed, blocks * packedBlockBytes(weightType), prepared, blocks, m, y, yStride, nBegin,
         nEnd,
         [&]<int R>(std::integral_constant<int, R>, const std::uint8_t* group, int h,
                    const BlockQ8Act* const* rows, __m256* acc) {
-            if (weightType == TensorType::Q5_0) {
-                packedHalf<TensorType::Q5_0, R>(group, h, blocks, rows, acc);
-            } else {
-                packedHalf<TensorType::Q4_0, R>(group, h, blocks, rows, acc);
+            switch (weightType) {
+                case TensorType::Q8_0:
+                    return packedHalfQ8<R>(group, h, blocks, rows, acc);
+                case TensorType::Q5_0:
+                    return packedHalf<TensorType::Q5_0, R>(group, h, blocks, rows, acc);
+                default:
+                    return packedHalf<TensorType::Q4_0, R>(group, h, blocks, rows, acc);
             }
         });
 }

@@ -106,10 +106,9 @@ public:
     // refuses the copy.
     Result<cv::Mat> capture(const WaylandOutput& output);
 
-    // Whether the compositor tells its clients about windows (zwlr_foreign_toplevel_manager_v1).
-    bool listsWindows() const { return m_toplevelManager != nullptr; }
     // The title of the window that has the keyboard focus, as of the events handled so far
-    // (roundtrip() first for the latest); empty when none has it or the compositor does not say.
+    // (roundtrip() first for the latest); empty when none has it or the compositor does not say
+    // (it lists windows through zwlr_foreign_toplevel_manager_v1).
     std::string activeWindowTitle() const;
 
 private:

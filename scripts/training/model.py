@@ -57,7 +57,8 @@ class Config:
     @staticmethod
     def from_json(text):
         values = json.loads(text)
-        values["rope_sections"] = tuple(values["rope_sections"])
+        if "rope_sections" in values:  # JSON has lists, the dataclass compares tuples
+            values["rope_sections"] = tuple(values["rope_sections"])
         return Config(**values)
 
 
@@ -210,14 +211,16 @@ class Decoder(torch.nn.Module):
         angles = p * inverse
         return torch.cos(angles).float(), torch.sin(angles).float()
 
-    def forward(self, x, positions, logits_at=None):
+    def forward(self, x, positions, logits_at=None, hidden_after=None):
         """x: input vectors [tokens, hidden] (token embeddings or image rows); causal. Logits of
-        every token, or of the rows `logits_at` (an index tensor) only."""
+        every token, or of the rows `logits_at` (an index tensor) only. With `hidden_after` (a
+        layer index), returns (logits, that layer's output) for training-only auxiliary losses."""
         c = self.c
         n, hd, group = x.shape[0], c.head_dim, c.heads // c.kv_heads
         cos, sin = self.rope(positions)
         causal = torch.ones(n, n, dtype=torch.bool).tril()
-        for l in self.layers:
+        hidden = None
+        for index, l in enumerate(self.layers):
             a = rms_norm(x, l.attn_norm, c.rms_eps)
             q = (a @ l.q_w.t() + l.q_b).reshape(n, c.heads, hd).transpose(0, 1)
             k = (a @ l.k_w.t() + l.k_b).reshape(n, c.kv_heads, hd).transpose(0, 1)
@@ -229,9 +232,12 @@ class Decoder(torch.nn.Module):
             x = x + o @ l.o_w.t()
             f = rms_norm(x, l.ffn_norm, c.rms_eps)
             x = x + (F.silu(f @ l.gate_w.t()) * (f @ l.up_w.t())) @ l.down_w.t()
+            if index == hidden_after:
+                hidden = x
         if logits_at is not None:
             x = x[logits_at]
-        return rms_norm(x, self.out_norm, c.rms_eps) @ self.embed.t()
+        logits = rms_norm(x, self.out_norm, c.rms_eps) @ self.embed.t()
+        return logits if hidden_after is None else (logits, hidden)
 
 
 class TinyVlm(torch.nn.Module):
@@ -256,11 +262,12 @@ class TinyVlm(torch.nn.Module):
                 else:
                     p.normal_(0.0, 0.02, generator=g)
 
-    def forward(self, ids, image_at, patches, grid, image_token_id, logits_at=None):
+    def forward(self, ids, image_at, patches, grid, image_token_id, logits_at=None,
+                hidden_after=None):
         """Logits [tokens, vocab] for a prompt whose single `image_token_id` (at `image_at`, or
         None for text only) stands for the image's merged tokens, as Engine::splitAtPlaceholders
         expands it. `logits_at`: indices into `ids` whose logits are wanted (default all; the
-        image's own rows are then included)."""
+        image's own rows are then included). `hidden_after`: as in Decoder.forward."""
         embed = self.decoder.embed[ids]
         if image_at is None:
             x = embed
@@ -275,7 +282,7 @@ class TinyVlm(torch.nn.Module):
             if logits_at is not None:  # text index i after the image is row i + tokens - 1
                 tokens = image.shape[0]
                 rows = logits_at + (logits_at > image_at).long() * (tokens - 1)
-        return self.decoder(x, positions, rows)
+        return self.decoder(x, positions, rows, hidden_after)
 
 
 def text_positions(count, start=0):
@@ -293,6 +300,14 @@ def prompt_positions(before, grid, after):
     image = torch.stack([s, s + r, s + c, torch.zeros_like(r)], dim=1)
     return torch.cat([text_positions(before), image,
                       text_positions(after, before + max(gh, gw))], dim=0)
+
+
+def merged_token_centres(grid):
+    """Where each merged image token's centre lies, as (x, y) fractions of the image, in the
+    order the decoder sees them [tokens, 2]: the target of the training-only position loss."""
+    gh, gw = grid[0] // 2, grid[1] // 2
+    r, c = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
+    return torch.stack([(c.reshape(-1) + 0.5) / gw, (r.reshape(-1) + 0.5) / gh], dim=1)
 
 
 def smart_resize(width, height, max_pixels, min_pixels=8 * 28 * 28):

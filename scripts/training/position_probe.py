@@ -1,12 +1,20 @@
 """Can the tiny model's architecture tell where things are? Trains it on the smallest grounding
 task there is, one coloured square on a plain page, answered as "x,y" in pixels of the image, with
 a prompt of four tokens instead of a chat template, on pages drawn fresh for every example (no
-epochs). The losses of the x digits and the y digits are reported apart: a model that cannot see
-columns learns y and not x (docs/tiny-model.md, section 7).
+epochs). The losses of the x digits and the y digits are reported apart, since a model can learn
+one axis and not the other; at the end, greedy answers are scored as clicks (docs/tiny-model.md,
+section 7, has the runs and what they showed):
 
-    /usr/bin/python3 scripts/training/position_probe.py --out /tmp/probe-a --minutes 20
-    /usr/bin/python3 scripts/training/position_probe.py --out /tmp/probe-b --minutes 20 \
-        --set rope_base=100 --set rope_sections=4,14,14,0
+    cd scripts/training
+    S="--set hidden=128 --set layers=2 --set heads=2 --set kv_heads=1 --set ffn=384 \
+       --set v_width=64 --set v_heads=2 --set v_blocks=2 --set v_ffn=192"
+    P="--steps 2000 --eval-every 250 --held-out 60 --width 336 --height 224"
+    /usr/bin/python3 position_probe.py --out /tmp/probe-a $P $S
+    /usr/bin/python3 position_probe.py --out /tmp/probe-c $P $S \
+        --set rope_base=100 --set rope_sections=4,14,14,0 --aux 1
+
+--aux W adds a training-only loss (weight W): a linear head, never exported, asked to give each
+image token's position from the output of decoder layer --aux-layer.
 
 Writes OUT/log.jsonl (one line per evaluation) and OUT/probe.json (the config and the last
 evaluation). Seeds are fixed; with --steps the learning-rate schedule runs over steps and the
@@ -26,7 +34,7 @@ import numpy as np
 import torch
 
 from fake_dataset import probe_page
-from model import Config, TinyVlm, image_patches
+from model import Config, TinyVlm, image_patches, merged_token_centres
 
 # A vocabulary of its own: the ten digits, then the prompt's and answer's other tokens.
 COMMA, IMAGE, VISION_START, VISION_END, CLICK, END = range(10, 16)
@@ -45,12 +53,22 @@ def prompt(answer):
     return [VISION_START, IMAGE, VISION_END, CLICK] + answer
 
 
-def losses(model, patches, grid, answer):
-    """Cross-entropy of each answer token given the ones before it."""
+def losses(model, patches, grid, answer, aux=None):
+    """Cross-entropy of each answer token given the ones before it. With `aux` (the layer index
+    and a linear head), also the mean squared error of the head's guess of every image token's
+    position from that layer's output: a training-only loss that asks the decoder to turn M-RoPE
+    rotations into position features the answer can read."""
     ids = torch.tensor(prompt(answer))
     at = torch.arange(3, len(ids) - 1)  # the logits that predict answer tokens
-    logits = model(ids, 1, patches, grid, IMAGE, logits_at=at)
-    return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none")
+    if aux is None:
+        logits = model(ids, 1, patches, grid, IMAGE, logits_at=at)
+        return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"), None
+    layer, head = aux
+    logits, hidden = model(ids, 1, patches, grid, IMAGE, logits_at=at, hidden_after=layer)
+    centres = merged_token_centres(grid)
+    guess = head(hidden[1:1 + centres.shape[0]])
+    return (torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"),
+            torch.nn.functional.mse_loss(guess, centres))
 
 
 def greedy(model, patches, grid, limit=10):
@@ -78,13 +96,16 @@ def parse(answer):
         return None
 
 
-def evaluate(model, held_out, decode):
-    """Losses of the x and y digits; with `decode`, also the greedy answers: clicks inside the
-    square and the median distance to its centre."""
-    hits, dx, dy, x_loss, y_loss, parsed = 0, [], [], [], [], 0
+def evaluate(model, held_out, decode, aux):
+    """Losses of the x and y digits (and the auxiliary position error); with `decode`, also the
+    greedy answers: clicks inside the square and the median distance to its centre."""
+    hits, dx, dy, x_loss, y_loss, parsed, aux_loss = 0, [], [], [], [], 0, []
     for patches, grid, answer, (x0, y0, x1, y1) in held_out:
         with torch.no_grad():
-            token_losses = losses(model, patches, grid, answer).tolist()
+            token_losses, position_loss = losses(model, patches, grid, answer, aux)
+            token_losses = token_losses.tolist()
+        if position_loss is not None:
+            aux_loss.append(float(position_loss))
         comma = answer.index(COMMA)
         x_loss += token_losses[:comma]
         y_loss += token_losses[comma + 1:-1]
@@ -98,6 +119,8 @@ def evaluate(model, held_out, decode):
         dx.append(abs(point[0] - (x0 + x1) / 2))
         dy.append(abs(point[1] - (y0 + y1) / 2))
     result = {"x_digit_loss": float(np.mean(x_loss)), "y_digit_loss": float(np.mean(y_loss))}
+    if aux_loss:
+        result["position_mse"] = float(np.mean(aux_loss))
     if decode:
         result.update({"hits": hits, "of": len(held_out), "parsed": parsed,
                        "median_dx": float(np.median(dx)) if dx else None,
@@ -120,6 +143,10 @@ def main():
     parser.add_argument("--held-out", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--aux", type=float, default=0.0,
+                        help="weight of the auxiliary loss on image-token positions (0: off)")
+    parser.add_argument("--aux-layer", type=int, default=0,
+                        help="the decoder layer whose output the auxiliary loss reads")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a Config field (model.py), e.g. rope_base=100 or "
                              "rope_sections=4,14,14,0; default: the shipped model's config")
@@ -135,8 +162,16 @@ def main():
     torch.set_num_threads(args.threads)
     model = TinyVlm(config)
     model.init_weights(args.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95),
-                                  weight_decay=0.01)
+    parameters = list(model.parameters())
+    aux = None
+    if args.aux > 0:  # a head that is trained with the model and never exported
+        if not 0 <= args.aux_layer < config.layers:
+            raise SystemExit(f"--aux-layer {args.aux_layer}: the decoder has layers "
+                             f"0-{config.layers - 1}")
+        head = torch.nn.Linear(config.hidden, 2)
+        parameters += list(head.parameters())
+        aux = (args.aux_layer, head)
+    optimizer = torch.optim.AdamW(parameters, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     held_out = [example(random.Random(10_000_000 + i), args.width, args.height)
                 for i in range(args.held_out)]
     rng = random.Random(args.seed)
@@ -150,7 +185,7 @@ def main():
         if step % args.eval_every == 0 or progress >= 1:
             model.eval()
             last = {"step": step, "examples": step * args.batch, "seconds": round(elapsed),
-                    **evaluate(model, held_out, decode=progress >= 1)}
+                    **evaluate(model, held_out, progress >= 1, aux)}
             model.train()
             print(json.dumps(last), flush=True)
             log.write(json.dumps(last) + "\n")
@@ -164,8 +199,10 @@ def main():
         optimizer.zero_grad()
         for _ in range(args.batch):
             patches, grid, answer, _ = example(rng, args.width, args.height)
-            (losses(model, patches, grid, answer).mean() / args.batch).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            token_losses, position_loss = losses(model, patches, grid, answer, aux)
+            loss = token_losses.mean() + (args.aux * position_loss if aux else 0)
+            (loss / args.batch).backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()
         step += 1
     with open(os.path.join(args.out, "probe.json"), "w", encoding="utf-8") as f:

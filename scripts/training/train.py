@@ -9,7 +9,10 @@ RUN_DIR gets: tokenizer.json, checkpoint.pt (every --checkpoint-every steps and 
 time, losses, held-out exact-match) and gguf/iris-tiny-cua.gguf + .mmproj.gguf.
 
 Each example is one agent step rendered exactly as Iris's agent renders it for this model
-(prompt.py); the loss is the cross-entropy of the answer's tokens and the <|im_end|> after it.
+(prompt.py); the loss is the cross-entropy of the answer's tokens and the <|im_end|> after it,
+plus, with --aux W, W times a training-only loss on where each image token lies (a linear head on
+decoder layer --aux-layer, never exported), which position_probe.py found to be what makes this
+architecture ground at all.
 """
 
 import argparse
@@ -78,15 +81,28 @@ class Encoded:
         return rows, self.ids[self.prompt_length:]
 
 
-def example_loss(m, example, image_id, is_digit):
-    """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits)."""
+def example_loss(m, example, image_id, is_digit, position=None):
+    """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
+    loss). With `position` (a decoder layer index and a linear head), the position loss is the
+    mean squared error of the head's guess of each image token's centre from that layer's output
+    (None without): a training-only loss that makes the decoder turn M-RoPE rotations into
+    position features (docs/tiny-model.md, section 7)."""
     patches, grid = example.patches()
     rows, targets = example.targets()
-    logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows)
+    if position is None:
+        logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows)
+        position_loss = None
+    else:
+        layer, head = position
+        logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
+                           logits_at=rows, hidden_after=layer)
+        centres = tiny.merged_token_centres(grid)
+        guess = head(hidden[example.image_at:example.image_at + centres.shape[0]])
+        position_loss = F.mse_loss(guess, centres)
     per_token = F.cross_entropy(logits, targets, reduction="none")
     digits = is_digit[targets]
     return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
-            int(digits.sum()))
+            int(digits.sum()), position_loss)
 
 
 def learning_rate(step, steps, peak, warmup):
@@ -143,9 +159,10 @@ def plot_losses(losses, path):
     image.save(path)
 
 
-def save_checkpoint(path, m, optimizer, vocab, step, losses):
+def save_checkpoint(path, m, optimizer, vocab, step, losses, head):
     torch.save({"config": m.c.to_json(), "model": m.state_dict(), "merges": vocab.merges,
-                "optimizer": optimizer.state_dict(), "step": step, "losses": losses}, path + ".tmp")
+                "optimizer": optimizer.state_dict(), "step": step, "losses": losses,
+                "position_head": head.state_dict() if head else None}, path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
@@ -170,6 +187,11 @@ def main():
                              "so most of the compute goes to grounding")
     parser.add_argument("--held", help="a dataset folder (its heldout split) to decode at the end "
                                        "instead of DATA's held-out rows")
+    parser.add_argument("--aux", type=float, default=0.0,
+                        help="weight of the training-only loss on image-token positions, per "
+                             "answer token (0: off; position_probe.py measures what it buys)")
+    parser.add_argument("--aux-layer", type=int, default=0,
+                        help="the decoder layer whose output the position loss reads")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -197,13 +219,24 @@ def main():
     vocab.save(os.path.join(args.out, "tokenizer.json"))
     m = tiny.TinyVlm(config)
     m.init_weights(args.seed)
+    # The position loss's head is trained with the model, kept in the checkpoint, never exported.
+    if args.aux > 0 and not 0 <= args.aux_layer < config.layers:
+        raise SystemExit(f"--aux-layer {args.aux_layer}: the decoder has layers 0-{config.layers - 1}")
+    head = torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None
+    position = (args.aux_layer, head) if head else None
     decay = [p for p in m.parameters() if p.dim() > 1]
     no_decay = [p for p in m.parameters() if p.dim() <= 1]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=args.lr, betas=(0.9, 0.95))
+    groups = [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}]
+    if head:
+        groups.append({"params": list(head.parameters()), "weight_decay": 0.0})
+    optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95))
     step, losses = 0, []
     if state:
+        if bool(head) != bool(state.get("position_head")):
+            raise SystemExit(f"{checkpoint_path}: --aux must be {'on' if head is None else 'off'} "
+                             "to resume this run, as it was when the run started")
+        if head:
+            head.load_state_dict(state["position_head"])
         m.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, losses = state["step"], state["losses"]
@@ -227,29 +260,39 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad()
-        total, count, digit_total, digit_count = 0.0, 0, 0.0, 0
+        total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
         for example in order.choices(examples, weights=weights, k=args.batch):
-            loss, n, digit_loss, digits = example_loss(m, example, image_id, is_digit)
-            (loss / args.batch).backward()
+            loss, n, digit_loss, digits, position_loss = example_loss(m, example, image_id,
+                                                                     is_digit, position)
+            if position_loss is not None:
+                # Weighted per answer token, so --aux means what position_probe.py's does.
+                position_total += float(position_loss)
+                loss_to_train = loss + args.aux * n * position_loss
+            else:
+                loss_to_train = loss
+            (loss_to_train / args.batch).backward()
             total, count = total + float(loss), count + n
             digit_total, digit_count = digit_total + digit_loss, digit_count + digits
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
         optimizer.step()
         step += 1
         losses.append(total / count)
         digit_loss = digit_total / digit_count if digit_count else None
-        log.write(json.dumps({"step": step, "loss": losses[-1], "digit_loss": digit_loss, "lr": lr,
-                              "seconds": round(time.time() - train_started, 1)}) + "\n")
+        entry = {"step": step, "loss": losses[-1], "digit_loss": digit_loss, "lr": lr,
+                 "seconds": round(time.time() - train_started, 1)}
+        if head:
+            entry["position_mse"] = position_total / args.batch
+        log.write(json.dumps(entry) + "\n")
         log.flush()
         if step % 10 == 0:
             print(f"step {step}: loss {losses[-1]:.4f} digits {digit_loss or 0:.4f} lr {lr:.2e} "
                   f"{time.time() - train_started:.0f} s", flush=True)
         if step % args.checkpoint_every == 0:
-            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
+            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head)
     train_seconds = time.time() - train_started
     flops = 3 * sum(sum(tiny.forward_flops(config, e.row["image_width"], e.row["image_height"],
                                            len(e.ids))) for e in examples) / len(examples)
-    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses)
+    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head)
     plot_losses(losses, os.path.join(args.out, "loss.png"))
 
     m.eval()
@@ -263,6 +306,7 @@ def main():
         "held_out_examples": len(held_rows), "config": json.loads(config.to_json()),
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
+        "aux": args.aux, "aux_layer": args.aux_layer,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
         "train_gflop_per_example": round(flops / 1e9, 2),
         "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),

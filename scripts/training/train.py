@@ -11,8 +11,8 @@ time, losses, held-out exact-match) and gguf/iris-tiny-cua.gguf + .mmproj.gguf.
 Each example is one agent step rendered exactly as Iris's agent renders it for this model
 (prompt.py); the loss is the cross-entropy of the answer's tokens and the <|im_end|> after it,
 plus, with --aux W, W times a training-only loss on where each image token lies (a linear head on
-decoder layer --aux-layer, never exported), which position_probe.py found to be what makes this
-architecture ground at all.
+decoder layer --aux-layer, never exported): with RoPE base 100 it took position_probe.py's task
+from chance to 90% of clicks on target (docs/tiny-model.md, section 7).
 """
 
 import argparse
@@ -221,7 +221,8 @@ def main():
     m.init_weights(args.seed)
     # The position loss's head is trained with the model, kept in the checkpoint, never exported.
     if args.aux > 0 and not 0 <= args.aux_layer < config.layers:
-        raise SystemExit(f"--aux-layer {args.aux_layer}: the decoder has layers 0-{config.layers - 1}")
+        raise SystemExit(f"--aux-layer {args.aux_layer}: the decoder has layers "
+                         f"0-{config.layers - 1}")
     head = torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None
     position = (args.aux_layer, head) if head else None
     decay = [p for p in m.parameters() if p.dim() > 1]

@@ -310,6 +310,15 @@ def merged_token_centres(grid):
     return torch.stack([(c.reshape(-1) + 0.5) / gw, (r.reshape(-1) + 0.5) / gh], dim=1)
 
 
+def position_loss(hidden, image_at, grid, head):
+    """The training-only position loss (docs/tiny-model.md, section 7): mean squared error of
+    `head`'s guess of each image token's centre from `hidden`, the rows of a decoder layer's
+    output for a prompt whose image tokens start at row `image_at`."""
+    centres = merged_token_centres(grid)
+    guess = head(hidden[image_at:image_at + centres.shape[0]])
+    return F.mse_loss(guess, centres)
+
+
 def smart_resize(width, height, max_pixels, min_pixels=8 * 28 * 28):
     """The model-input size Iris gives a width x height screenshot (docs/qwen25vl.md 4.1)."""
     h = max(FACTOR, round(height / FACTOR) * FACTOR)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from fake_dataset import probe_page
-from model import Config, TinyVlm, image_patches, merged_token_centres
+from model import Config, TinyVlm, image_patches, position_loss
 
 # A vocabulary of its own: the ten digits, then the prompt's and answer's other tokens.
 COMMA, IMAGE, VISION_START, VISION_END, CLICK, END = range(10, 16)
@@ -65,10 +65,8 @@ def losses(model, patches, grid, answer, aux=None):
         return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"), None
     layer, head = aux
     logits, hidden = model(ids, 1, patches, grid, IMAGE, logits_at=at, hidden_after=layer)
-    centres = merged_token_centres(grid)
-    guess = head(hidden[1:1 + centres.shape[0]])
     return (torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"),
-            torch.nn.functional.mse_loss(guess, centres))
+            position_loss(hidden, 1, grid, head))
 
 
 def greedy(model, patches, grid, limit=10):

@@ -96,9 +96,7 @@ def example_loss(m, example, image_id, is_digit, position=None):
         layer, head = position
         logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
                            logits_at=rows, hidden_after=layer)
-        centres = tiny.merged_token_centres(grid)
-        guess = head(hidden[example.image_at:example.image_at + centres.shape[0]])
-        position_loss = F.mse_loss(guess, centres)
+        position_loss = tiny.position_loss(hidden, example.image_at, grid, head)
     per_token = F.cross_entropy(logits, targets, reduction="none")
     digits = is_digit[targets]
     return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),

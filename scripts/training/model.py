@@ -8,6 +8,7 @@ Iris against.
 """
 
 import dataclasses
+import functools
 import json
 import math
 
@@ -117,12 +118,35 @@ def _patch_rows_cols(grid):
     return (2 * y + dy).reshape(-1).astype(np.float64), (2 * x + dx).reshape(-1).astype(np.float64)
 
 
-def window_mask(grid):
-    """Boolean [patches, patches]: True where two patches share a 112-pixel window."""
+@functools.lru_cache(maxsize=16)
+def window_groups(grid):
+    """The tower's 112-pixel windows as gather indices: (index int64 [windows, slots], valid bool
+    [windows, slots], inverse int64 [patches]). Row w of `index` lists window w's patches, padded
+    to the slots of a whole window with patch 0 where `valid` is False (windows on the right and
+    bottom edges are partial); `inverse` puts the valid slots, read in row order, back into
+    merge-window order. Attention within windows then costs windows x slots^2, not patches^2."""
     rows, cols = _patch_rows_cols(grid)
     per = WINDOW // PATCH
     window = (rows // per) * 10000 + cols // per
-    return torch.tensor(window[:, None] == window[None, :])
+    ids, members = np.unique(window, return_inverse=True)
+    slots = per * per
+    index = np.zeros((len(ids), slots), dtype=np.int64)
+    valid = np.zeros((len(ids), slots), dtype=bool)
+    for w in range(len(ids)):
+        patches = np.flatnonzero(members == w)  # ascending: merge-window order within the window
+        index[w, :len(patches)] = patches
+        valid[w, :len(patches)] = True
+    order = index[valid]
+    return torch.from_numpy(index), torch.from_numpy(valid), torch.from_numpy(np.argsort(order))
+
+
+def windowed_attention(q, k, v, grid):
+    """Softmax attention of q, k, v [heads, patches, d] (scaled q) within each window."""
+    index, valid, inverse = window_groups(grid)
+    qw, kw, vw = q[:, index], k[:, index], v[:, index]  # [heads, windows, slots, d]
+    scores = (qw @ kw.transpose(-1, -2)).masked_fill(~valid[None, :, None, :], float("-inf"))
+    o = torch.softmax(scores, dim=-1) @ vw
+    return o[:, valid][:, inverse]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,7 +182,6 @@ class VisionTower(torch.nn.Module):
         c = self.c
         heads, d = c.v_heads, c.v_width // c.v_heads
         cos, sin = vision_rope(grid, d)
-        windows = window_mask(grid)
         x = patches @ self.patch.reshape(c.v_width, -1).t()
         n = x.shape[0]
         for index, b in enumerate(self.blocks):
@@ -168,10 +191,12 @@ class VisionTower(torch.nn.Module):
             k = (y @ b.k_w.t() + b.k_b).reshape(n, heads, d).transpose(0, 1)
             v = (y @ b.v_w.t() + b.v_b).reshape(n, heads, d).transpose(0, 1)
             q, k = rotate_neox(q, cos, sin), rotate_neox(k, cos, sin)
-            scores = q @ k.transpose(1, 2) / math.sqrt(d)
-            if not full:
-                scores = scores.masked_fill(~windows, float("-inf"))
-            o = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(n, c.v_width)
+            q = q / math.sqrt(d)
+            if full:
+                o = torch.softmax(q @ k.transpose(1, 2), dim=-1) @ v
+            else:
+                o = windowed_attention(q, k, v, grid)
+            o = o.transpose(0, 1).reshape(n, c.v_width)
             x = x + o @ b.out_w.t() + b.out_b
             y = rms_norm(x, b.ln2, c.v_eps)
             g = F.silu(y @ b.gate_w.t() + b.gate_b) * (y @ b.up_w.t() + b.up_b)

@@ -1,8 +1,11 @@
 #include "app/session/environment_spec.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <system_error>
 
 #include "agent/env/browser/browser_environment.h"
 #include "agent/env/desktop/desktop_environment.h"
@@ -29,11 +32,14 @@ std::string environmentText(const EnvironmentSpec& spec) {
             return "web:" + spec.location;
         case EnvironmentSpec::Kind::Url:
             return "url:" + spec.location;
-        case EnvironmentSpec::Kind::Desktop:
-            if (spec.protocol == EnvironmentSpec::Protocol::X11) return "desktop:x11";
-            if (spec.protocol == EnvironmentSpec::Protocol::Wayland) return "desktop:wayland";
-            if (spec.protocol == EnvironmentSpec::Protocol::Portal) return "desktop:portal";
-            return "desktop";
+        case EnvironmentSpec::Kind::Desktop: {
+            std::string text = "desktop";
+            if (spec.protocol == EnvironmentSpec::Protocol::X11) text = "desktop:x11";
+            if (spec.protocol == EnvironmentSpec::Protocol::Wayland) text = "desktop:wayland";
+            if (spec.protocol == EnvironmentSpec::Protocol::Portal) text = "desktop:portal";
+            if (spec.monitor) text += "@" + std::to_string(*spec.monitor);
+            return text;
+        }
         case EnvironmentSpec::Kind::PrivateDesktop:
             break;
     }
@@ -70,12 +76,25 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
         spec.kind = EnvironmentSpec::Kind::Url;
         spec.location = text.substr(4);
         if (spec.location.empty()) return Status::invalidArgument("--env url: needs a URL");
-    } else if (text == "desktop" || text == "desktop:x11" || text == "desktop:wayland" ||
-               text == "desktop:portal") {
+    } else if (const std::string desktop = text.substr(0, text.find('@'));
+               desktop == "desktop" || desktop == "desktop:x11" || desktop == "desktop:wayland" ||
+               desktop == "desktop:portal") {
         spec.kind = EnvironmentSpec::Kind::Desktop;
-        if (text == "desktop:x11") spec.protocol = EnvironmentSpec::Protocol::X11;
-        if (text == "desktop:wayland") spec.protocol = EnvironmentSpec::Protocol::Wayland;
-        if (text == "desktop:portal") spec.protocol = EnvironmentSpec::Protocol::Portal;
+        if (desktop == "desktop:x11") spec.protocol = EnvironmentSpec::Protocol::X11;
+        if (desktop == "desktop:wayland") spec.protocol = EnvironmentSpec::Protocol::Wayland;
+        if (desktop == "desktop:portal") spec.protocol = EnvironmentSpec::Protocol::Portal;
+        if (desktop.size() < text.size()) {
+            const std::string number = text.substr(desktop.size() + 1);
+            int monitor = -1;
+            const auto [end, error] =
+                std::from_chars(number.data(), number.data() + number.size(), monitor);
+            if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
+                monitor < 0 || monitor > 63) {
+                return Status::invalidArgument("--env " + text + ": '@" + number +
+                                               "' is not a monitor number (0 = leftmost)");
+            }
+            spec.monitor = monitor;
+        }
     } else if (text == "desktop:private" || text == "desktop:private-wayland") {
         spec.kind = EnvironmentSpec::Kind::PrivateDesktop;
         spec.width = 1920;
@@ -86,7 +105,8 @@ Result<EnvironmentSpec> parseEnvironmentSpec(const std::string& text) {
         return Status::invalidArgument(
             "--env '" + text +
             "': expected web:DIR, url:URL, desktop, desktop:x11, desktop:wayland, "
-            "desktop:portal, desktop:private or desktop:private-wayland");
+            "desktop:portal (each of these four may end in @N, monitor N from the left), "
+            "desktop:private or desktop:private-wayland");
     }
     return spec;
 }
@@ -124,8 +144,11 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
             if (protocol == EnvironmentSpec::Protocol::Portal) {
                 // The token that spares the consent dialog next time; for the process's life.
                 static agent::FileRestoreTokenStore tokens(portalRestoreTokenPath());
+                agent::PortalEnvironmentOptions options;
+                options.monitor = spec.monitor.value_or(0);
                 Result<std::unique_ptr<agent::PortalEnvironment>> desktop =
-                    agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens);
+                    agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens,
+                                                   options);
                 return asEnvironment(std::move(desktop));
             }
             if (protocol == EnvironmentSpec::Protocol::Wayland) {
@@ -133,6 +156,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 options.privateCompositor = isPrivate;
                 options.width = spec.width;
                 options.height = spec.height;
+                options.output = spec.monitor.value_or(0);
                 Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> desktop =
                     agent::WaylandDesktopEnvironment::create(options);
                 return asEnvironment(std::move(desktop));
@@ -141,6 +165,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
             options.privateDisplay = isPrivate;
             options.width = spec.width;
             options.height = spec.height;
+            options.monitor = spec.monitor;
             Result<std::unique_ptr<agent::DesktopEnvironment>> desktop =
                 agent::DesktopEnvironment::create(options);
             return asEnvironment(std::move(desktop));

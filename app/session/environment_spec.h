@@ -2,6 +2,7 @@
 // Where an agent session acts, as the command line's --env names it and sessions record it, and
 // the environment made from that.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -14,7 +15,9 @@ namespace iris::app {
 // files), "url:URL" (a page, no files), "desktop" (this session's desktop: X11, a wlroots
 // Wayland compositor or GNOME/KDE through the portal, see sessionDesktopProtocol),
 // "desktop:x11" / "desktop:wayland" / "desktop:portal" (that one), "desktop:private" (a private
-// Xvfb display of the given size), "desktop:private-wayland" (a private headless sway).
+// Xvfb display of the given size), "desktop:private-wayland" (a private headless sway). A live
+// desktop form may end in "@N": observe and act on monitor N only, counted from the left from 0
+// (for the portal, among the monitors the person shared).
 struct EnvironmentSpec {
     enum class Kind { WebProject, Url, Desktop, PrivateDesktop };
     // Desktops only. Wayland: a wlroots compositor's own protocols (screencopy, virtual input);
@@ -25,6 +28,9 @@ struct EnvironmentSpec {
     int width = 1280;      // viewport, or the private display's size
     int height = 800;
     Protocol protocol = Protocol::Automatic;  // a private desktop is X11 unless it says Wayland
+    // Live desktops: the monitor ("@N"). Unset: X11 observes the whole screen, Wayland and the
+    // portal the leftmost monitor.
+    std::optional<int> monitor = std::nullopt;
 };
 
 // The desktop this process runs in: on Wayland ($WAYLAND_DISPLAY set or $XDG_SESSION_TYPE

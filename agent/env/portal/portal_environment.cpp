@@ -1,7 +1,11 @@
 #include "agent/env/portal/portal_environment.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace iris::agent {
 namespace {
@@ -22,7 +26,18 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
     env->m_options = options;
     env->m_client = std::make_unique<PortalClient>(std::move(bus), tokens, options.client);
     IRIS_RETURN_IF_ERROR(env->m_client->start());
-    env->m_stream = env->m_client->streams().front();
+    std::vector<PortalStream> shared = env->m_client->streams();  // start() checked: not empty
+    std::stable_sort(shared.begin(), shared.end(), [](const PortalStream& a, const PortalStream& b) {
+        return std::pair{a.x, a.y} < std::pair{b.x, b.y};
+    });
+    if (options.monitor < 0 || static_cast<std::size_t>(options.monitor) >= shared.size()) {
+        return Status::outOfRange("desktop:portal: monitor " + std::to_string(options.monitor) +
+                                  " was asked for, and the person shared " +
+                                  std::to_string(shared.size()) +
+                                  " monitor(s), numbered from 0 at the left; share more in the "
+                                  "dialog or choose another with --env desktop:portal@N");
+    }
+    env->m_stream = shared[static_cast<std::size_t>(options.monitor)];
     auto fd = env->m_client->openPipeWireRemote();
     if (!fd) return fd.status();
     auto capture = PipeWireCapture::connect(*fd, env->m_stream.nodeId);
@@ -37,6 +52,11 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
     env->m_input =
         std::make_unique<PortalInput>(*env->m_client, env->m_stream, env->m_pixelsPerUnit);
     return env;
+}
+
+std::string PortalEnvironment::describe() const {
+    const std::string text = "desktop:portal";
+    return m_options.monitor == 0 ? text : text + "@" + std::to_string(m_options.monitor);
 }
 
 Result<Observation> PortalEnvironment::observe() {

@@ -1,7 +1,8 @@
 #pragma once
 // The user's own GNOME or KDE Wayland desktop as the agent's environment, through
-// xdg-desktop-portal: observations are the frames of the first shared monitor's PipeWire
-// stream, actions are RemoteDesktop input on it (portal_client.h, portal_input.h,
+// xdg-desktop-portal: observations are the frames of one shared monitor's PipeWire stream
+// (the person may share several in the consent dialog; `monitor` picks one, counted from the
+// left), actions are RemoteDesktop input on it (portal_client.h, portal_input.h,
 // pipewire_capture.h).
 //
 // Coordinates: an observation is the stream's frame at its own pixel size (device pixels), so
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <QDBusConnection>
 
@@ -26,12 +28,15 @@ struct PortalEnvironmentOptions {
     PortalClientOptions client;
     int firstFrameTimeoutMs = 10000;  // the compositor sends a frame as soon as the stream runs
     int settleMs = 300;  // after an action, how long observe() waits for a frame showing it
+    // Which shared monitor: 0 = the leftmost (by the logical position the portal reports, ties
+    // broken by the top edge). Out of range: open() says how many were shared.
+    int monitor = 0;
 };
 
 class PortalEnvironment final : public Environment {
 public:
     // The handshake (the consent dialog unless `tokens` holds a valid restore token), the
-    // PipeWire stream of the first shared monitor and its first frame. `tokens` may be null and
+    // PipeWire stream of the chosen shared monitor and its first frame. `tokens` may be null and
     // must outlive the environment.
     static Result<std::unique_ptr<PortalEnvironment>> open(QDBusConnection bus,
                                                            RestoreTokenStore* tokens,
@@ -40,7 +45,7 @@ public:
     Status reset() override { return Status::ok(); }  // the user's own desktop: nothing to undo
     Result<Observation> observe() override;
     ActionResult execute(const Action& action) override;
-    std::string describe() const override { return "desktop:portal"; }
+    std::string describe() const override;
 
 private:
     PortalEnvironment() = default;

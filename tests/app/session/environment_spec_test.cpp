@@ -27,6 +27,10 @@ TEST(EnvironmentSpecTest, DesktopFormsNameTheirProtocolAndRoundTrip) {
         {"desktop:portal", Kind::Desktop, Protocol::Portal},
         {"desktop:private", Kind::PrivateDesktop, Protocol::X11},
         {"desktop:private-wayland", Kind::PrivateDesktop, Protocol::Wayland},
+        {"desktop@1", Kind::Desktop, Protocol::Automatic},
+        {"desktop:x11@0", Kind::Desktop, Protocol::X11},
+        {"desktop:wayland@2", Kind::Desktop, Protocol::Wayland},
+        {"desktop:portal@1", Kind::Desktop, Protocol::Portal},
     };
     for (const Form& form : forms) {
         SCOPED_TRACE(form.text);
@@ -35,6 +39,15 @@ TEST(EnvironmentSpecTest, DesktopFormsNameTheirProtocolAndRoundTrip) {
         EXPECT_EQ(spec->kind, form.kind);
         EXPECT_EQ(spec->protocol, form.protocol);
         EXPECT_EQ(environmentText(*spec), form.text);
+    }
+    EXPECT_FALSE(parseEnvironmentSpec("desktop").value().monitor.has_value());
+    EXPECT_EQ(parseEnvironmentSpec("desktop:portal@1").value().monitor, 1);
+    for (const char* bad : {"desktop@", "desktop@-1", "desktop@x", "desktop@1x", "desktop@64",
+                            "desktop:private@1", "desktop:mir@0"}) {
+        SCOPED_TRACE(bad);
+        Result<EnvironmentSpec> spec = parseEnvironmentSpec(bad);
+        ASSERT_FALSE(spec);
+        EXPECT_NE(spec.status().message().find(bad), std::string::npos) << spec.status().message();
     }
     Result<EnvironmentSpec> privateWayland = parseEnvironmentSpec("desktop:private-wayland");
     EXPECT_EQ(privateWayland->width, 1920);

@@ -11,7 +11,9 @@
 //   ActivateShortcut(s)         the person pressed that shortcut (GlobalShortcuts.Activated)
 //   LastBoundShortcuts() -> s   "id: description (preferred_trigger)" of the last BindShortcuts
 //   SetStreamNode(u, i, i)      the PipeWire node Start hands out (a test producer's) and its
-//                               logical width and height
+//                               logical width and height; the monitor is at (0, 0)
+//   AddStream(u, i, i, i, i)    one more shared monitor: node, logical x, y, width, height
+//                               (Start lists the streams in the order they were added)
 //   CloseSession()              the desktop ends the session (Session.Closed)
 //   DialogCount() -> u, Calls() -> as, LastSelectDevices() -> a{sv}
 // OpenPipeWireRemote connects to the PipeWire socket named by IRIS_FAKE_PIPEWIRE_SOCKET, as the
@@ -229,8 +231,10 @@ private:
         Stream stream{m_streamNode, {}};
         stream.properties.insert("position", QVariant::fromValue(IntPair{0, 0}));
         stream.properties.insert("size", QVariant::fromValue(IntPair{m_width, m_height}));
+        QList<Stream> streams{stream};
+        streams += m_moreStreams;
         QVariantMap results{{"devices", uint(m_selectDevices.value("types").toUInt())},
-                            {"streams", QVariant::fromValue(QList<Stream>{stream})}};
+                            {"streams", QVariant::fromValue(streams)}};
         if (m_selectDevices.value("persist_mode").toUInt() == 2) {
             // A fresh token each time, as the portal does; the old one stays valid here.
             const QString token = QStringLiteral("fake-token-%1").arg(m_issuedTokens.size() + 1);
@@ -291,6 +295,15 @@ private:
             m_width = message.arguments().value(1).toInt();
             m_height = message.arguments().value(2).toInt();
         }
+        if (member == QLatin1String("AddStream")) {
+            const QList<QVariant> a = message.arguments();
+            Stream more{first.toUInt(), {}};
+            more.properties.insert("position",
+                                   QVariant::fromValue(IntPair{a.value(1).toInt(), a.value(2).toInt()}));
+            more.properties.insert("size",
+                                   QVariant::fromValue(IntPair{a.value(3).toInt(), a.value(4).toInt()}));
+            m_moreStreams << more;
+        }
         if (member == QLatin1String("DialogCount")) return reply(message, {m_dialogs});
         if (member == QLatin1String("Calls")) return reply(message, {m_calls});
         if (member == QLatin1String("LastSelectDevices")) return reply(message, {m_selectDevices});
@@ -312,6 +325,7 @@ private:
     uint m_streamNode = 42;  // the one monitor's PipeWire node and logical size
     int m_width = 1280;
     int m_height = 800;
+    QList<Stream> m_moreStreams;  // AddStream's, after the first
     bool m_refuse = false;
     uint m_dialogs = 0;
     QStringList m_calls;

@@ -519,6 +519,43 @@ TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPoint
         << closed.status().message();
 }
 
+// Two shared monitors, listed right one first: `monitor` counts from the left, the observation's
+// origin is the chosen monitor's position in device pixels, and input goes to its stream.
+TEST_F(PortalFramesTest, ChosenMonitorOfSeveralIsObservedAndClicked) {
+    const uint node = startProducer("BGRx", 64, 48);
+    ASSERT_NE(node, 0U) << "the producer printed no node id";
+    startFake();
+    control("SetStreamNode", {node, 32, 24});    // listed first, at logical (0, 0)
+    control("AddStream", {7U, -40, 0, 40, 24});  // listed second, left of it; never connected
+    PortalEnvironmentOptions options;
+    options.monitor = 1;
+    auto env = PortalEnvironment::open(*m_bus, nullptr, options);
+    ASSERT_TRUE(env.isOk()) << env.status().message();
+    EXPECT_EQ((*env)->describe(), "desktop:portal@1");
+    auto observation = (*env)->observe();
+    ASSERT_TRUE(observation.isOk()) << observation.status().message();
+    EXPECT_EQ(observation->screenshot.cols, 64);
+    EXPECT_EQ(observation->screenshot.at<cv::Vec3b>(7, 10), cv::Vec3b(200, 35, 40));
+    EXPECT_EQ(observation->origin.x, 0.0);  // the producer's monitor is at logical (0, 0)
+    ActionResult clicked = (*env)->execute(Click{Point{20, 30}, MouseButton::Left, 1});
+    ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
+    EXPECT_EQ(inputCalls().value(0), QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node));
+}
+
+TEST_F(PortalClientTest, MonitorBeyondTheSharedOnesSaysHowManyWereShared) {
+    startFake();
+    control("AddStream", {43U, 1280, 0, 1280, 800});
+    PortalEnvironmentOptions options;
+    options.monitor = 2;
+    auto env = PortalEnvironment::open(*m_bus, nullptr, options);
+    ASSERT_FALSE(env.isOk());
+    EXPECT_EQ(env.status().code(), StatusCode::OutOfRange);
+    EXPECT_NE(env.status().message().find("monitor 2 was asked for, and the person shared 2 "
+                                          "monitor(s)"),
+              std::string::npos)
+        << env.status().message();
+}
+
 TEST_F(PortalFramesTest, StreamThatStopsFailsTheNextFrame) {
     const uint node = startProducer("BGRx", 64, 48);
     ASSERT_NE(node, 0U);

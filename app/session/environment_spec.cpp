@@ -147,8 +147,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 agent::PortalEnvironmentOptions options;
                 options.monitor = spec.monitor.value_or(0);
                 Result<std::unique_ptr<agent::PortalEnvironment>> desktop =
-                    agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens,
-                                                   options);
+                    agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens, options);
                 return asEnvironment(std::move(desktop));
             }
             if (protocol == EnvironmentSpec::Protocol::Wayland) {

@@ -27,9 +27,10 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
     env->m_client = std::make_unique<PortalClient>(std::move(bus), tokens, options.client);
     IRIS_RETURN_IF_ERROR(env->m_client->start());
     std::vector<PortalStream> shared = env->m_client->streams();  // start() checked: not empty
-    std::stable_sort(shared.begin(), shared.end(), [](const PortalStream& a, const PortalStream& b) {
-        return std::pair{a.x, a.y} < std::pair{b.x, b.y};
-    });
+    std::stable_sort(shared.begin(), shared.end(),
+                     [](const PortalStream& a, const PortalStream& b) {
+                         return std::pair{a.x, a.y} < std::pair{b.x, b.y};
+                     });
     if (options.monitor < 0 || static_cast<std::size_t>(options.monitor) >= shared.size()) {
         return Status::outOfRange("desktop:portal: monitor " + std::to_string(options.monitor) +
                                   " was asked for, and the person shared " +

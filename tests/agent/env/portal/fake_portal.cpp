@@ -298,10 +298,10 @@ private:
         if (member == QLatin1String("AddStream")) {
             const QList<QVariant> a = message.arguments();
             Stream more{first.toUInt(), {}};
-            more.properties.insert("position",
-                                   QVariant::fromValue(IntPair{a.value(1).toInt(), a.value(2).toInt()}));
-            more.properties.insert("size",
-                                   QVariant::fromValue(IntPair{a.value(3).toInt(), a.value(4).toInt()}));
+            more.properties.insert(
+                "position", QVariant::fromValue(IntPair{a.value(1).toInt(), a.value(2).toInt()}));
+            more.properties.insert(
+                "size", QVariant::fromValue(IntPair{a.value(3).toInt(), a.value(4).toInt()}));
             m_moreStreams << more;
         }
         if (member == QLatin1String("DialogCount")) return reply(message, {m_dialogs});

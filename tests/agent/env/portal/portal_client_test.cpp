@@ -539,7 +539,8 @@ TEST_F(PortalFramesTest, ChosenMonitorOfSeveralIsObservedAndClicked) {
     EXPECT_EQ(observation->origin.x, 0.0);  // the producer's monitor is at logical (0, 0)
     ActionResult clicked = (*env)->execute(Click{Point{20, 30}, MouseButton::Left, 1});
     ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
-    EXPECT_EQ(inputCalls().value(0), QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node));
+    EXPECT_EQ(inputCalls().value(0),
+              QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node));
 }
 
 TEST_F(PortalClientTest, MonitorBeyondTheSharedOnesSaysHowManyWereShared) {

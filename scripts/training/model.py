@@ -236,21 +236,32 @@ class Decoder(torch.nn.Module):
         angles = p * inverse
         return torch.cos(angles).float(), torch.sin(angles).float()
 
-    def forward(self, x, positions, logits_at=None, hidden_after=None):
+    def forward(self, x, positions, logits_at=None, hidden_after=None, past=None,
+                keep_kv=False):
         """x: input vectors [tokens, hidden] (token embeddings or image rows); causal. Logits of
         every token, or of the rows `logits_at` (an index tensor) only. With `hidden_after` (a
-        layer index), returns (logits, that layer's output) for training-only auxiliary losses."""
+        layer index), returns (logits, that layer's output) for training-only auxiliary losses.
+
+        `past`: the keys and values (per layer, [kv_heads, P, head] after RoPE) of P tokens
+        that come before `x`, which every row of `x` sees; `positions` are then x's own. With
+        `keep_kv`, returns instead those of `x` for a later call's `past` (a prompt prefix that
+        many examples share is computed once per batch; gradients flow through it to each)."""
         c = self.c
         n, hd, group = x.shape[0], c.head_dim, c.heads // c.kv_heads
+        before = past[0][0].shape[1] if past else 0
         cos, sin = self.rope(positions)
-        causal = torch.ones(n, n, dtype=torch.bool).tril()
-        hidden = None
+        causal = torch.ones(n, before + n, dtype=torch.bool).tril(before)
+        hidden, kept = None, []
         for index, l in enumerate(self.layers):
             a = rms_norm(x, l.attn_norm, c.rms_eps)
             q = (a @ l.q_w.t() + l.q_b).reshape(n, c.heads, hd).transpose(0, 1)
             k = (a @ l.k_w.t() + l.k_b).reshape(n, c.kv_heads, hd).transpose(0, 1)
             v = (a @ l.v_w.t() + l.v_b).reshape(n, c.kv_heads, hd).transpose(0, 1)
             q, k = rotate_neox(q, cos, sin), rotate_neox(k, cos, sin)
+            if keep_kv:
+                kept.append((k, v))
+            if past:
+                k, v = torch.cat([past[index][0], k], dim=1), torch.cat([past[index][1], v], dim=1)
             k, v = k.repeat_interleave(group, 0), v.repeat_interleave(group, 0)
             scores = (q @ k.transpose(1, 2) / math.sqrt(hd)).masked_fill(~causal, float("-inf"))
             o = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(n, c.heads * hd)
@@ -259,6 +270,8 @@ class Decoder(torch.nn.Module):
             x = x + (F.silu(f @ l.gate_w.t()) * (f @ l.up_w.t())) @ l.down_w.t()
             if index == hidden_after:
                 hidden = x
+        if keep_kv:
+            return kept
         if logits_at is not None:
             x = x[logits_at]
         logits = rms_norm(x, self.out_norm, c.rms_eps) @ self.embed.t()
@@ -288,26 +301,37 @@ class TinyVlm(torch.nn.Module):
                     p.normal_(0.0, 0.02, generator=g)
 
     def forward(self, ids, image_at, patches, grid, image_token_id, logits_at=None,
-                hidden_after=None):
+                hidden_after=None, prefix=None):
         """Logits [tokens, vocab] for a prompt whose single `image_token_id` (at `image_at`, or
         None for text only) stands for the image's merged tokens, as Engine::splitAtPlaceholders
         expands it. `logits_at`: indices into `ids` whose logits are wanted (default all; the
-        image's own rows are then included). `hidden_after`: as in Decoder.forward."""
-        embed = self.decoder.embed[ids]
+        image's own rows are then included). `hidden_after`: as in Decoder.forward.
+
+        `prefix`: (P, prefix_kv(ids[:P])) when the first P tokens (text, before the image) were
+        computed already; logits_at still indexes `ids`, and the rows returned (logits and the
+        hidden output) are those of the tokens from P on."""
+        skip, past = prefix if prefix else (0, None)
+        assert image_at is None or skip <= image_at
+        embed = self.decoder.embed[ids[skip:]]
         if image_at is None:
             x = embed
-            positions = text_positions(len(ids))
-            rows = logits_at
+            positions = text_positions(len(ids))[skip:]
+            rows = logits_at - skip if logits_at is not None else None
         else:
             assert int(ids[image_at]) == image_token_id
             image = self.tower(patches, grid)
-            x = torch.cat([embed[:image_at], image, embed[image_at + 1:]], dim=0)
-            positions = prompt_positions(image_at, grid, len(ids) - image_at - 1)
+            at = image_at - skip
+            x = torch.cat([embed[:at], image, embed[at + 1:]], dim=0)
+            positions = prompt_positions(image_at, grid, len(ids) - image_at - 1)[skip:]
             rows = None
             if logits_at is not None:  # text index i after the image is row i + tokens - 1
                 tokens = image.shape[0]
-                rows = logits_at + (logits_at > image_at).long() * (tokens - 1)
-        return self.decoder(x, positions, rows, hidden_after)
+                rows = logits_at - skip + (logits_at > image_at).long() * (tokens - 1)
+        return self.decoder(x, positions, rows, hidden_after, past)
+
+    def prefix_kv(self, ids):
+        """The decoder's keys and values of a text-only prompt prefix, for forward's `prefix`."""
+        return self.decoder(self.decoder.embed[ids], text_positions(len(ids)), keep_kv=True)
 
 
 def text_positions(count, start=0):

@@ -81,26 +81,40 @@ class Encoded:
         return rows, self.ids[self.prompt_length:]
 
 
-def example_loss(m, example, image_id, is_digit, position=None):
+def example_loss(m, example, image_id, is_digit, position=None, prefix=None):
     """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
     loss). With `position` (a decoder layer index and a linear head), the position loss is the
     mean squared error of the head's guess of each image token's centre from that layer's output
     (None without): a training-only loss that makes the decoder turn M-RoPE rotations into
-    position features (docs/tiny-model.md, section 7)."""
+    position features (docs/tiny-model.md, section 7). `prefix`: the batch's shared prompt
+    prefix, as TinyVlm.forward takes it."""
     patches, grid = example.patches()
     rows, targets = example.targets()
     if position is None:
-        logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows)
+        logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows,
+                   prefix=prefix)
         position_loss = None
     else:
         layer, head = position
         logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
-                           logits_at=rows, hidden_after=layer)
-        position_loss = tiny.position_loss(hidden, example.image_at, grid, head)
+                           logits_at=rows, hidden_after=layer, prefix=prefix)
+        skipped = prefix[0] if prefix else 0
+        position_loss = tiny.position_loss(hidden, example.image_at - skipped, grid, head)
     per_token = F.cross_entropy(logits, targets, reduction="none")
     digits = is_digit[targets]
     return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
             int(digits.sum()), position_loss)
+
+
+def shared_prefix_length(examples):
+    """How many leading tokens every example has in common (the system prompt and the UI-TARS
+    text before the instruction), stopping before any image: computed once per batch."""
+    first = examples[0].ids.tolist()
+    length = min([len(first)] + [e.image_at for e in examples])
+    for e in examples[1:]:
+        ids = e.ids[:length].tolist()
+        length = next((i for i, (a, b) in enumerate(zip(first, ids)) if a != b), len(ids))
+    return length
 
 
 def learning_rate(step, steps, peak, warmup):
@@ -245,9 +259,11 @@ def main():
     is_digit = torch.tensor([vocab.decode([i]).isdigit() for i in range(len(vocab))])
     weights = [args.done_weight if e.row.get("kind") == "done" else 1.0 for e in examples]
     image_id = vocab.token_id("<|image_pad|>")
+    shared = shared_prefix_length(examples)
     tower, decoder = tiny.count_parameters(config)
     print(f"{len(examples)} training examples, {len(held_rows)} held out; vocabulary "
-          f"{len(vocab)}; parameters: tower {tower / 1e6:.2f} M, decoder {decoder / 1e6:.2f} M")
+          f"{len(vocab)}; parameters: tower {tower / 1e6:.2f} M, decoder {decoder / 1e6:.2f} M; "
+          f"{shared} prompt tokens shared by all (computed once a batch)")
 
     # A resumed run draws on from a stream of its own: the seed alone would replay the batches of
     # the steps already taken.
@@ -260,18 +276,22 @@ def main():
             group["lr"] = lr
         optimizer.zero_grad()
         total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
+        # The shared prefix's forward runs once; the batch's losses backpropagate together.
+        prefix = (shared, m.prefix_kv(examples[0].ids[:shared])) if shared else None
+        batch_loss = 0.0
         for example in order.choices(examples, weights=weights, k=args.batch):
             loss, n, digit_loss, digits, position_loss = example_loss(m, example, image_id,
-                                                                     is_digit, position)
+                                                                     is_digit, position, prefix)
             if position_loss is not None:
                 # Weighted per answer token, so --aux means what position_probe.py's does.
                 position_total += float(position_loss)
                 loss_to_train = loss + args.aux * n * position_loss
             else:
                 loss_to_train = loss
-            (loss_to_train / args.batch).backward()
+            batch_loss = batch_loss + loss_to_train / args.batch
             total, count = total + float(loss), count + n
             digit_total, digit_count = digit_total + digit_loss, digit_count + digits
+        batch_loss.backward()
         torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
         optimizer.step()
         step += 1

@@ -108,7 +108,8 @@ def example_loss(m, example, image_id, is_digit, position=None, prefix=None):
 
 def shared_prefix_length(examples):
     """How many leading tokens every example has in common (the system prompt and the UI-TARS
-    text before the instruction), stopping before any image: computed once per batch."""
+    text before the instruction), stopping before any image: the prefix whose keys and values
+    each training step computes once for its whole batch."""
     first = examples[0].ids.tolist()
     length = min([len(first)] + [e.image_at for e in examples])
     for e in examples[1:]:

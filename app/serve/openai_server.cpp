@@ -131,8 +131,13 @@ void OpenAiServer::installRoutes() {
     m_http->set_error_handler([](const httplib::Request&, httplib::Response& response) {
         describeError(response);
     });
-    m_http->set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    // Counted once the response is complete and before httplib writes it: counted in the
+    // logger (which runs after the bytes went out), a client that read an answer could ask
+    // /metrics before its response was counted.
+    m_http->set_post_routing_handler([this](const httplib::Request&, httplib::Response& response) {
         m_metrics.countResponse(response.status);
+    });
+    m_http->set_logger([this](const httplib::Request& request, const httplib::Response& response) {
         if (m_options.logRequests) logLine(request, response);
     });
     m_http->Get("/health", [this](const httplib::Request&, httplib::Response& response) {

@@ -327,6 +327,7 @@ TEST_F(OpenAiServerTest, MetricsAreValidPrometheusText) {
     ASSERT_EQ(client().Post("/v1/chat/completions", chatBody("count me", 4), "application/json")
                   ->status,
               200);
+    ASSERT_EQ(client().Get("/v1/nothing-here")->status, 404);  // httplib's own routing error
     auto metrics = client().Get("/metrics");
     ASSERT_TRUE(metrics);
     ASSERT_EQ(metrics->status, 200);
@@ -342,7 +343,8 @@ TEST_F(OpenAiServerTest, MetricsAreValidPrometheusText) {
     EXPECT_GT(samples, 30);
     for (const char* name :
          {"iris_time_to_first_token_seconds_count 1", "iris_requests_total 1",
-          "iris_http_responses_total{code=\"200\"} 1", "iris_prefix_cache_hit_tokens_total",
+          "iris_http_responses_total{code=\"200\"} 1",
+          "iris_http_responses_total{code=\"404\"} 1", "iris_prefix_cache_hit_tokens_total",
           "iris_prefix_cache_lookups_total", "iris_kv_evictions_total", "iris_preemptions_total",
           "iris_kv_blocks_used", "iris_kv_blocks_cached", "iris_kv_blocks ",
           "iris_requests_waiting", "iris_requests_running",

@@ -145,7 +145,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 // The token that spares the consent dialog next time; for the process's life.
                 static agent::FileRestoreTokenStore tokens(portalRestoreTokenPath());
                 agent::PortalEnvironmentOptions options;
-                options.monitor = spec.monitor.value_or(0);
+                options.monitor = spec.monitor;
                 Result<std::unique_ptr<agent::PortalEnvironment>> desktop =
                     agent::PortalEnvironment::open(QDBusConnection::sessionBus(), &tokens, options);
                 return asEnvironment(std::move(desktop));
@@ -155,7 +155,7 @@ Result<std::unique_ptr<agent::Environment>> makeEnvironment(const EnvironmentSpe
                 options.privateCompositor = isPrivate;
                 options.width = spec.width;
                 options.height = spec.height;
-                options.output = spec.monitor.value_or(0);
+                options.output = spec.monitor;
                 Result<std::unique_ptr<agent::WaylandDesktopEnvironment>> desktop =
                     agent::WaylandDesktopEnvironment::create(options);
                 return asEnvironment(std::move(desktop));

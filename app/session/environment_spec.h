@@ -28,8 +28,8 @@ struct EnvironmentSpec {
     int width = 1280;      // viewport, or the private display's size
     int height = 800;
     Protocol protocol = Protocol::Automatic;  // a private desktop is X11 unless it says Wayland
-    // Live desktops: the monitor ("@N"). Unset: X11 observes the whole screen, Wayland and the
-    // portal the leftmost monitor.
+    // Live desktops: the monitor ("@N"). Unset: every monitor in one picture (X11's whole
+    // screen, Wayland's output layout, all the monitors shared through the portal).
     std::optional<int> monitor = std::nullopt;
 };
 

@@ -109,10 +109,11 @@ Result<std::unique_ptr<PipeWireCapture>> PipeWireCapture::connect(int fd, std::u
             "PipeWire: cannot use the connection the portal opened (is PipeWire running?)");
     } else {
         pw_properties* props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY,
-                                                 "Capture", PW_KEY_MEDIA_ROLE, "Screen",
-                                                 PW_KEY_NODE_NAME, "iris-screencast", nullptr);
-        // A session manager links the stream to its target (WirePlumber reads target.object).
+                                                 "Capture", PW_KEY_MEDIA_ROLE, "Screen", nullptr);
+        // A session manager links the stream to its target (WirePlumber reads target.object);
+        // the name says which screen it captures when several are (pw-dump, pw-top).
         pw_properties_setf(props, PW_KEY_TARGET_OBJECT, "%u", nodeId);
+        pw_properties_setf(props, PW_KEY_NODE_NAME, "iris-screencast-%u", nodeId);
         capture->m_stream = pw_stream_new(capture->m_core, "iris-screencast", props);
         auto& events = capture->m_listeners->events;
         events.version = PW_VERSION_STREAM_EVENTS;

@@ -2,15 +2,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <opencv2/imgproc.hpp>
+
 namespace iris::agent {
 namespace {
 
 constexpr double kMaxWaitSeconds = 600;  // as the other desktops
+constexpr std::chrono::milliseconds kFramePoll{5};
 
 std::int64_t nowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -31,47 +36,124 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
                      [](const PortalStream& a, const PortalStream& b) {
                          return std::pair{a.x, a.y} < std::pair{b.x, b.y};
                      });
-    if (options.monitor < 0 || static_cast<std::size_t>(options.monitor) >= shared.size()) {
-        return Status::outOfRange("desktop:portal: monitor " + std::to_string(options.monitor) +
-                                  " was asked for, and the person shared " +
-                                  std::to_string(shared.size()) +
-                                  " monitor(s), numbered from 0 at the left; share more in the "
-                                  "dialog or choose another with --env desktop:portal@N");
+    if (options.monitor) {
+        const int monitor = *options.monitor;
+        if (monitor < 0 || static_cast<std::size_t>(monitor) >= shared.size()) {
+            return Status::outOfRange("desktop:portal: monitor " + std::to_string(monitor) +
+                                      " was asked for, and the person shared " +
+                                      std::to_string(shared.size()) +
+                                      " monitor(s), numbered from 0 at the left; share more in "
+                                      "the dialog or choose another with --env desktop:portal@N");
+        }
+        shared = {shared[static_cast<std::size_t>(monitor)]};
     }
-    env->m_stream = shared[static_cast<std::size_t>(options.monitor)];
-    auto fd = env->m_client->openPipeWireRemote();
-    if (!fd) return fd.status();
-    auto capture = PipeWireCapture::connect(*fd, env->m_stream.nodeId);
-    if (!capture) return capture.status();
-    env->m_capture = std::move(*capture);
-    auto first = env->m_capture->nextFrame(options.firstFrameTimeoutMs);
-    if (!first) return first.status().withContext("the shared screen's first frame: ");
-    if (env->m_stream.width <= 0) {
-        return Status::corrupt("RemoteDesktop.Start: the shared screen has no logical size");
+    std::vector<cv::Size> firstFrames;
+    for (const PortalStream& stream : shared) {
+        if (stream.width <= 0 || stream.height <= 0) {
+            return Status::corrupt("RemoteDesktop.Start: shared screen " +
+                                   std::to_string(stream.nodeId) + " has no logical size");
+        }
+        // One PipeWire connection per stream: each capture owns and closes its descriptor.
+        auto fd = env->m_client->openPipeWireRemote();
+        if (!fd) return fd.status();
+        auto capture = PipeWireCapture::connect(*fd, stream.nodeId);
+        if (!capture) return capture.status();
+        auto first = (*capture)->nextFrame(options.firstFrameTimeoutMs);
+        if (!first) {
+            return first.status().withContext("the first frame of shared screen " +
+                                              std::to_string(stream.nodeId) + ": ");
+        }
+        firstFrames.push_back(first->size());
+        env->m_screens.push_back({stream, std::move(*capture), {}, 0});
     }
-    env->m_pixelsPerUnit = static_cast<double>(first->cols) / env->m_stream.width;
-    env->m_input =
-        std::make_unique<PortalInput>(*env->m_client, env->m_stream, env->m_pixelsPerUnit);
+    env->placeScreens(firstFrames);
+    std::vector<PortalScreen> screens;
+    for (const Screen& screen : env->m_screens)
+        screens.push_back({screen.stream, screen.place});
+    env->m_input = std::make_unique<PortalInput>(*env->m_client, std::move(screens));
     return env;
 }
 
+void PortalEnvironment::placeScreens(const std::vector<cv::Size>& firstFrames) {
+    // Frame pixels per logical pixel of each monitor; the picture takes the densest.
+    double density = 0;
+    int left = std::numeric_limits<int>::max(), top = left;
+    int right = std::numeric_limits<int>::min(), bottom = right;
+    for (std::size_t i = 0; i < m_screens.size(); ++i) {
+        const PortalStream& stream = m_screens[i].stream;
+        density = std::max(density, static_cast<double>(firstFrames[i].width) / stream.width);
+        left = std::min(left, stream.x);
+        top = std::min(top, stream.y);
+        right = std::max(right, stream.x + stream.width);
+        bottom = std::max(bottom, stream.y + stream.height);
+    }
+    m_origin = {left * density, top * density};
+    if (m_screens.size() == 1) {
+        m_area = {0, 0, firstFrames.front().width, firstFrames.front().height};
+        m_screens.front().place = m_area;
+        return;
+    }
+    auto device = [density](int logical, int origin) {
+        return static_cast<int>(std::lround((logical - origin) * density));
+    };
+    m_area = {0, 0, device(right, left), device(bottom, top)};
+    for (Screen& screen : m_screens) {
+        const PortalStream& stream = screen.stream;
+        const int x = device(stream.x, left);
+        const int y = device(stream.y, top);
+        screen.place = {x, y, device(stream.x + stream.width, left) - x,
+                        device(stream.y + stream.height, top) - y};
+    }
+}
+
 std::string PortalEnvironment::describe() const {
-    const std::string text = "desktop:portal";
-    return m_options.monitor == 0 ? text : text + "@" + std::to_string(m_options.monitor);
+    std::string text = "desktop:portal";
+    if (m_options.monitor) return text + "@" + std::to_string(*m_options.monitor);
+    if (m_screens.size() > 1) text += ", " + std::to_string(m_screens.size()) + " monitors";
+    return text;
+}
+
+void PortalEnvironment::waitForFrameAfterAction() {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.settleMs);
+    for (;;) {
+        for (const Screen& screen : m_screens) {
+            if (screen.capture->frameSequence() > screen.framesAtLastAction) return;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) return;
+        std::this_thread::sleep_for(kFramePoll);
+    }
 }
 
 Result<Observation> PortalEnvironment::observe() {
     IRIS_RETURN_IF_ERROR(m_client->checkSession("observe"));
-    // A compositor sends frames on damage only: wait a little for one that shows the last
-    // action, else the screen did not change and the newest frame is current.
-    Result<cv::Mat> frame = Status::unavailable("no frame");
-    if (m_actedSinceObserve) frame = m_capture->nextFrame(m_options.settleMs, m_framesAtLastAction);
-    if (!frame) frame = m_capture->nextFrame(0);
-    if (!frame) return frame.status();
+    if (m_actedSinceObserve) waitForFrameAfterAction();
     m_actedSinceObserve = false;
     Observation observation;
-    observation.screenshot = std::move(*frame);
-    observation.origin = {m_stream.x * m_pixelsPerUnit, m_stream.y * m_pixelsPerUnit};
+    if (m_screens.size() == 1) {
+        Result<cv::Mat> frame = m_screens.front().capture->nextFrame(0);
+        if (!frame) return frame.status();
+        observation.screenshot = std::move(*frame);
+    } else {
+        observation.screenshot = cv::Mat(m_area.height, m_area.width, CV_8UC3, cv::Scalar::all(0));
+        for (const Screen& screen : m_screens) {
+            Result<cv::Mat> frame = screen.capture->nextFrame(0);
+            if (!frame) {
+                return frame.status().withContext("shared screen " +
+                                                  std::to_string(screen.stream.nodeId) + ": ");
+            }
+            const Monitor& place = screen.place;
+            cv::Mat target =
+                observation.screenshot(cv::Rect(place.x, place.y, place.width, place.height));
+            if (frame->size() == target.size()) {
+                frame->copyTo(target);
+            } else {
+                // Pixel duplication keeps a less dense monitor's text as sharp as it shows it.
+                cv::resize(*frame, target, target.size(), 0, 0, cv::INTER_NEAREST_EXACT);
+            }
+        }
+    }
+    observation.origin = m_origin;
     observation.capturedAtMs = nowMs();
     return observation;
 }
@@ -88,7 +170,8 @@ ActionResult PortalEnvironment::execute(const Action& action) {
         return result;
     }
     if (endsEpisode(action)) return result;  // Done and Fail: nothing to do on the screen
-    m_framesAtLastAction = m_capture->frameSequence();
+    for (Screen& screen : m_screens)
+        screen.framesAtLastAction = screen.capture->frameSequence();
     m_actedSinceObserve = true;
     result.status = m_input->execute(action);
     return result;

@@ -1,7 +1,9 @@
 #include "agent/env/portal/portal_input.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "agent/env/desktop/key_names.h"
 #include "base/utf8.h"
@@ -27,21 +29,37 @@ int evdevButton(MouseButton button) {
 
 }  // namespace
 
+PortalInput::PortalInput(PortalClient& client, std::vector<PortalScreen> screens)
+    : m_client(client), m_screens(std::move(screens)) {}
+
 PortalInput::PortalInput(PortalClient& client, PortalStream stream, double pixelsPerUnit)
-    : m_client(client), m_stream(stream), m_pixelsPerUnit(pixelsPerUnit) {}
+    : PortalInput(client, {{stream,
+                            {0, 0, static_cast<int>(std::lround(stream.width * pixelsPerUnit)),
+                             static_cast<int>(std::lround(stream.height * pixelsPerUnit))}}}) {}
 
 Status PortalInput::moveTo(Point p) {
-    double x = p.x / m_pixelsPerUnit;
-    double y = p.y / m_pixelsPerUnit;
-    if (x < 0 || y < 0 || x >= m_stream.width || y >= m_stream.height) {
-        return Status::outOfRange("pointer (" + std::to_string(p.x) + ", " + std::to_string(p.y) +
-                                  ") is outside the shared screen of " +
-                                  std::to_string(m_stream.width) + "x" +
-                                  std::to_string(m_stream.height) + " logical pixels");
+    for (const PortalScreen& screen : m_screens) {
+        const Monitor& place = screen.place;
+        if (p.x < place.x || p.y < place.y || p.x >= place.x + place.width ||
+            p.y >= place.y + place.height) {
+            continue;
+        }
+        // Observation pixels to the stream's logical units, by the ratio of the two sizes.
+        const double x = (p.x - place.x) * screen.stream.width / place.width;
+        const double y = (p.y - place.y) * screen.stream.height / place.height;
+        IRIS_RETURN_IF_ERROR(m_client.pointerMotionAbsolute(screen.stream.nodeId, x, y));
+        m_pointer = p;
+        return Status::ok();
     }
-    IRIS_RETURN_IF_ERROR(m_client.pointerMotionAbsolute(m_stream.nodeId, x, y));
-    m_pointer = p;
-    return Status::ok();
+    const std::string point = "pointer (" + std::to_string(p.x) + ", " + std::to_string(p.y) + ")";
+    if (m_screens.size() == 1) {
+        const Monitor& place = m_screens.front().place;
+        return Status::outOfRange(point + " is outside the shared screen of " +
+                                  std::to_string(place.width) + "x" + std::to_string(place.height) +
+                                  " pixels");
+    }
+    return Status::outOfRange(point + " is on none of the " + std::to_string(m_screens.size()) +
+                              " shared monitors (outside them, or between them)");
 }
 
 Status PortalInput::pointerTo(const std::optional<Point>& at) {

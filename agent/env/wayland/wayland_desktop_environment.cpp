@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 #include <type_traits>
+
+#include <opencv2/imgproc.hpp>
 
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/desktop/desktop_actions.h"
@@ -28,7 +31,7 @@ Result<std::unique_ptr<WaylandDesktopEnvironment>> WaylandDesktopEnvironment::cr
             "WaylandDesktopOptions.observationScale must be in (0, 1], not " +
             std::to_string(options.observationScale));
     }
-    if (options.output < 0 || options.outputs < 1) {
+    if ((options.output && *options.output < 0) || options.outputs < 1) {
         return Status::invalidArgument(
             "WaylandDesktopOptions: output must be >= 0 and outputs >= 1");
     }
@@ -50,7 +53,7 @@ WaylandDesktopEnvironment::~WaylandDesktopEnvironment() {
 
 Status WaylandDesktopEnvironment::connect() {
     m_lost.clear();
-    std::size_t wantedOutputs = static_cast<std::size_t>(m_options.output) + 1;
+    std::size_t wantedOutputs = static_cast<std::size_t>(m_options.output.value_or(0)) + 1;
     if (m_options.privateCompositor) {
         SwayOptions sway;
         sway.outputs.assign(
@@ -74,21 +77,74 @@ Status WaylandDesktopEnvironment::connect() {
                                        m_private ? kOutputsTimeout : kExistingOutputsTimeout);
 
     std::vector<const WaylandOutput*> outputs = m_connection->outputs();
-    auto index = static_cast<std::size_t>(m_options.output);
-    if (index >= outputs.size()) {
-        return Status::outOfRange("desktop: output " + std::to_string(index) +
-                                  " does not exist; the Wayland compositor at " + m_displayName +
-                                  " has " + std::to_string(outputs.size()) + " output(s)");
+    if (m_options.output) {
+        auto index = static_cast<std::size_t>(*m_options.output);
+        if (index >= outputs.size()) {
+            return Status::outOfRange("desktop: output " + std::to_string(index) +
+                                      " does not exist; the Wayland compositor at " +
+                                      m_displayName + " has " + std::to_string(outputs.size()) +
+                                      " output(s)");
+        }
+        outputs = {outputs[index]};
+    } else if (outputs.empty()) {
+        return Status::unavailable("desktop: the Wayland compositor at " + m_displayName +
+                                   " has no output to observe");
     }
-    const WaylandOutput& output = *outputs[index];
-    m_outputGlobal = output.globalName;
-    m_outputName = output.name;
-    m_area = {0, 0, output.pixelWidth(), output.pixelHeight()};
-    m_transform = output.transform;
-    Result<std::unique_ptr<WaylandInput>> input =
-        WaylandInput::create(*m_connection, output.output);
+    m_outputGlobals.clear();
+    m_outputName.clear();
+    for (const WaylandOutput* output : outputs) {
+        m_outputGlobals.push_back(output->globalName);
+        m_outputName += (m_outputName.empty() ? "" : "+") + output->name;
+    }
+    IRIS_RETURN_IF_ERROR(placeOutputs(outputs));
+    // One output: a pointer bound to it, moved in its pixels. The whole desktop: an unbound
+    // pointer, which the compositor moves over the bounding box of its layout.
+    Result<std::unique_ptr<WaylandInput>> input = WaylandInput::create(
+        *m_connection, observesWholeDesktop() ? nullptr : outputs.front()->output);
     if (!input) return input.status();
     m_input = std::move(*input);
+    return Status::ok();
+}
+
+Status WaylandDesktopEnvironment::placeOutputs(const std::vector<const WaylandOutput*>& outputs) {
+    if (outputs.size() == 1) {
+        m_area = {0, 0, outputs.front()->pixelWidth(), outputs.front()->pixelHeight()};
+        m_transform = outputs.front()->transform;
+        m_places = {m_area};
+        return Status::ok();
+    }
+    // The bounding box of the layout, in logical pixels, and the density of the densest output.
+    int left = std::numeric_limits<int>::max(), top = left;
+    int right = std::numeric_limits<int>::min(), bottom = right;
+    double density = 0;
+    for (const WaylandOutput* output : outputs) {
+        if (output->logicalWidth <= 0 || output->logicalHeight <= 0) {
+            return Status::unsupported(
+                "desktop: the Wayland compositor at " + m_displayName +
+                " does not say where output " + output->name +
+                " is in its layout (no zxdg_output_manager_v1), so Iris cannot show its " +
+                std::to_string(outputs.size()) +
+                " outputs as one desktop; choose one with --env desktop:wayland@N");
+        }
+        left = std::min(left, output->logicalX);
+        top = std::min(top, output->logicalY);
+        right = std::max(right, output->logicalX + output->logicalWidth);
+        bottom = std::max(bottom, output->logicalY + output->logicalHeight);
+        density = std::max(density, static_cast<double>(output->pixelWidth()) /
+                                        static_cast<double>(output->logicalWidth));
+    }
+    auto device = [density](int logical, int origin) {
+        return static_cast<int>(std::lround((logical - origin) * density));
+    };
+    m_area = {0, 0, device(right, left), device(bottom, top)};
+    m_transform = 0;  // the layout is already turned as its user sees it
+    m_places.clear();
+    for (const WaylandOutput* output : outputs) {
+        const int x = device(output->logicalX, left);
+        const int y = device(output->logicalY, top);
+        m_places.push_back({x, y, device(output->logicalX + output->logicalWidth, left) - x,
+                            device(output->logicalY + output->logicalHeight, top) - y});
+    }
     return Status::ok();
 }
 
@@ -119,7 +175,8 @@ Status WaylandDesktopEnvironment::reset() {
     return startCommand();
 }
 
-Result<const WaylandOutput*> WaylandDesktopEnvironment::currentOutput(const char* what) {
+Result<std::vector<const WaylandOutput*>> WaylandDesktopEnvironment::currentOutputs(
+    const char* what) {
     if (!m_connection) {
         return Status::ioError(m_lost.empty() ? "desktop: not connected (a reset failed)" : m_lost);
     }
@@ -130,25 +187,50 @@ Result<const WaylandOutput*> WaylandDesktopEnvironment::currentOutput(const char
         disconnect();
         return Status::ioError(m_lost);
     }
-    // Picks up removed outputs and a changed mode before the step uses them.
+    // Picks up removed outputs and changed modes or places before the step uses them.
     IRIS_RETURN_IF_ERROR(m_connection->roundtrip(what));
-    const WaylandOutput* output = m_connection->outputByGlobal(m_outputGlobal);
-    if (output == nullptr || output->gone) {
-        return Status::ioError("desktop: output " + m_outputName +
-                               " is gone (unplugged or disabled); reset() picks the outputs again");
+    std::vector<const WaylandOutput*> outputs;
+    for (std::uint32_t global : m_outputGlobals) {
+        const WaylandOutput* output = m_connection->outputByGlobal(global);
+        if (output == nullptr || output->gone) {
+            const std::string name = output == nullptr ? m_outputName : output->name;
+            return Status::ioError("desktop: output " + name +
+                                   " is gone (unplugged or disabled); reset() picks the outputs "
+                                   "again");
+        }
+        outputs.push_back(output);
     }
-    m_area = {0, 0, output->pixelWidth(), output->pixelHeight()};
-    m_transform = output->transform;
-    return output;
+    IRIS_RETURN_IF_ERROR(placeOutputs(outputs));
+    return outputs;
+}
+
+Result<cv::Mat> WaylandDesktopEnvironment::captureDesktop(
+    const std::vector<const WaylandOutput*>& outputs) {
+    if (outputs.size() == 1) return m_connection->capture(*outputs.front());
+    cv::Mat desktop(m_area.height, m_area.width, CV_8UC3, cv::Scalar::all(0));
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        Result<cv::Mat> captured = m_connection->capture(*outputs[i]);
+        if (!captured) return captured.status();
+        const Monitor& place = m_places[i];
+        cv::Mat target = desktop(cv::Rect(place.x, place.y, place.width, place.height));
+        if (captured->size() == target.size()) {
+            captured->copyTo(target);
+        } else {
+            // Pixel duplication keeps a less dense output's edges and text as sharp as it shows
+            // them (INTER_NEAREST_EXACT: the pixel under each target pixel's centre).
+            cv::resize(*captured, target, target.size(), 0, 0, cv::INTER_NEAREST_EXACT);
+        }
+    }
+    return desktop;
 }
 
 Result<Observation> WaylandDesktopEnvironment::observe() {
     auto settled = m_lastAction + m_options.settleTime;
     auto now = std::chrono::steady_clock::now();
     if (now < settled) std::this_thread::sleep_for(settled - now);
-    Result<const WaylandOutput*> output = currentOutput("desktop: observing");
-    if (!output) return output.status();
-    Result<cv::Mat> captured = m_connection->capture(**output);
+    Result<std::vector<const WaylandOutput*>> outputs = currentOutputs("desktop: observing");
+    if (!outputs) return outputs.status();
+    Result<cv::Mat> captured = captureDesktop(*outputs);
     if (!captured) return captured.status();
 
     Observation observation;
@@ -241,9 +323,9 @@ Status WaylandDesktopEnvironment::run(const Action& action) {
 
 ActionResult WaylandDesktopEnvironment::execute(const Action& action) {
     ActionResult result;
-    Result<const WaylandOutput*> output = currentOutput("desktop: acting");
-    if (!output) {
-        result.status = output.status();
+    Result<std::vector<const WaylandOutput*>> outputs = currentOutputs("desktop: acting");
+    if (!outputs) {
+        result.status = outputs.status();
         return result;
     }
     result.status = run(action);

@@ -4,11 +4,12 @@
 #include "agent/env/portal/portal_client.h"
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include <gtest/gtest.h>
+#include <opencv2/core.hpp>
 #include <unistd.h>
 
 #include <QCoreApplication>
@@ -250,7 +251,8 @@ TEST_F(PortalClientTest, GlobalShortcutIsBoundAndSignalsOnlyItsOwnPresses) {
     int presses = 0;
     QObject::connect(&shortcut, &PortalGlobalShortcut::activated, [&] { ++presses; });
     ASSERT_TRUE(shortcut.bind().isOk());
-    ASSERT_TRUE(spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
+    ASSERT_TRUE(
+        spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
     ASSERT_EQ(shortcut.state(), PortalGlobalShortcut::State::Bound)
         << qPrintable(shortcut.failure());
     EXPECT_EQ(shortcut.trigger(), QStringLiteral("CTRL+ALT+period"));
@@ -282,9 +284,11 @@ TEST_F(PortalClientTest, GlobalShortcutsMissingOrDeclinedSaySo) {
     control("SetRefuseShortcuts", {true});
     PortalGlobalShortcut shortcut(*m_bus, kStopShortcut);
     ASSERT_TRUE(shortcut.bind().isOk());
-    ASSERT_TRUE(spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
+    ASSERT_TRUE(
+        spinUntil([&] { return shortcut.state() != PortalGlobalShortcut::State::Binding; }));
     EXPECT_EQ(shortcut.state(), PortalGlobalShortcut::State::Failed);
-    EXPECT_TRUE(shortcut.failure().contains(QStringLiteral("declined"))) << qPrintable(shortcut.failure());
+    EXPECT_TRUE(shortcut.failure().contains(QStringLiteral("declined")))
+        << qPrintable(shortcut.failure());
 }
 
 TEST_F(PortalClientTest, SessionClosedByTheDesktopFailsTheNextStep) {
@@ -418,25 +422,27 @@ protected:
         }
         ASSERT_TRUE(QFile::exists(socket)) << "pipewire made no socket";
         m_producer.setProcessEnvironment(environment);
+        m_secondProducer.setProcessEnvironment(environment);
         m_fakeEnvironment.insert("IRIS_FAKE_PIPEWIRE_SOCKET", socket);
     }
 
     void TearDown() override {
-        for (QProcess* process : {&m_producer, &m_pipewire}) {
+        for (QProcess* process : {&m_producer, &m_secondProducer, &m_pipewire}) {
             process->kill();
             process->waitForFinished(kStartMs);
         }
         PortalClientTest::TearDown();
     }
 
-    // Starts the producer and returns its node id.
-    uint startProducer(const char* format, int width, int height) {
-        m_producer.start(IRIS_TEST_SCREEN_PRODUCER,
-                         {format, QString::number(width), QString::number(height)});
-        if (!m_producer.waitForStarted(kStartMs)) return 0;
-        while (!m_producer.canReadLine() && m_producer.waitForReadyRead(kStartMs)) {
+    // Starts a producer (the first, or `second`) and returns its node id.
+    uint startProducer(const char* format, int width, int height, bool second = false) {
+        QProcess& producer = second ? m_secondProducer : m_producer;
+        producer.start(IRIS_TEST_SCREEN_PRODUCER,
+                       {format, QString::number(width), QString::number(height)});
+        if (!producer.waitForStarted(kStartMs)) return 0;
+        while (!producer.canReadLine() && producer.waitForReadyRead(kStartMs)) {
         }
-        return m_producer.readLine().trimmed().toUInt();
+        return producer.readLine().trimmed().toUInt();
     }
 
     void expectProducerPixels(const char* format) {
@@ -478,7 +484,23 @@ protected:
     QTemporaryDir m_runtime;
     QProcess m_pipewire;
     QProcess m_producer;
+    QProcess m_secondProducer;
 };
+
+// The producers' pattern at frame pixel (x, y), BGR: red x*4, green y*5, blue 200.
+cv::Vec3b producerPixel(int x, int y) {
+    return {200, static_cast<uchar>((y * 5) & 255), static_cast<uchar>((x * 4) & 255)};
+}
+
+// Pixels of `frame` that differ from the producers' pattern.
+int patternMismatches(const cv::Mat& frame) {
+    int wrong = 0;
+    for (int y = 0; y < frame.rows; ++y) {
+        for (int x = 0; x < frame.cols; ++x)
+            wrong += frame.at<cv::Vec3b>(y, x) != producerPixel(x, y) ? 1 : 0;
+    }
+    return wrong;
+}
 
 // A HiDPI monitor: 32x24 logical pixels shown in a 64x48 frame (scale 2).
 TEST_F(PortalFramesTest, EnvironmentObservesTheScreenAndClicksWhereTheModelPointed) {
@@ -541,6 +563,50 @@ TEST_F(PortalFramesTest, ChosenMonitorOfSeveralIsObservedAndClicked) {
     ASSERT_TRUE(clicked.status.isOk()) << clicked.status.message();
     EXPECT_EQ(inputCalls().value(0),
               QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(node));
+}
+
+// Two shared monitors and none chosen: one picture of both at the denser one's scale, and
+// each point goes to the stream of the monitor under it.
+TEST_F(PortalFramesTest, EverySharedMonitorIsInOnePictureAndClicksGoToTheOneUnderThem) {
+    const uint hidpi = startProducer("BGRx", 64, 48);  // 32x24 logical at (0, 0): scale 2
+    ASSERT_NE(hidpi, 0U) << "the first producer printed no node id";
+    const uint plain = startProducer("RGBA", 40, 24, true);  // 40x24 logical at (32, 8): scale 1
+    ASSERT_NE(plain, 0U) << "the second producer printed no node id";
+    startFake();
+    control("SetStreamNode", {hidpi, 32, 24});
+    control("AddStream", {plain, 32, 8, 40, 24});
+    auto env = PortalEnvironment::open(*m_bus, nullptr);
+    ASSERT_TRUE(env.isOk()) << env.status().message();
+    EXPECT_EQ((*env)->monitorsShown(), 2u);
+    EXPECT_EQ((*env)->describe(), "desktop:portal, 2 monitors");
+
+    // The box of both is 72x32 logical pixels, drawn at 2 pixels each.
+    auto observation = (*env)->observe();
+    ASSERT_TRUE(observation.isOk()) << observation.status().message();
+    const cv::Mat& desktop = observation->screenshot;
+    ASSERT_EQ(desktop.cols, 144);
+    ASSERT_EQ(desktop.rows, 64);
+    EXPECT_EQ(observation->origin, (Point{0, 0}));
+    EXPECT_EQ(patternMismatches(desktop(cv::Rect(0, 0, 64, 48)).clone()), 0);
+    const cv::Mat enlarged = desktop(cv::Rect(64, 16, 80, 48));
+    int wrong = 0;
+    for (int y = 0; y < enlarged.rows; ++y) {
+        for (int x = 0; x < enlarged.cols; ++x)
+            wrong += enlarged.at<cv::Vec3b>(y, x) != producerPixel(x / 2, y / 2) ? 1 : 0;
+    }
+    EXPECT_EQ(wrong, 0) << "the scale-1 monitor is not its frame with each pixel doubled";
+    EXPECT_EQ(cv::countNonZero(desktop(cv::Rect(0, 48, 64, 16)).clone().reshape(1)), 0);
+    EXPECT_EQ(cv::countNonZero(desktop(cv::Rect(64, 0, 80, 16)).clone().reshape(1)), 0);
+
+    ASSERT_TRUE((*env)->execute(MoveTo{Point{20, 30}}).status.isOk());
+    ASSERT_TRUE((*env)->execute(MoveTo{Point{64 + 21, 16 + 11}}).status.isOk());
+    ActionResult between = (*env)->execute(Click{Point{100, 4}, MouseButton::Left, 1});
+    EXPECT_EQ(between.status.code(), StatusCode::OutOfRange);
+    EXPECT_NE(between.status.message().find("on none of the 2 shared monitors"), std::string::npos)
+        << between.status.message();
+    EXPECT_EQ(inputCalls(),
+              (QStringList{QStringLiteral("NotifyPointerMotionAbsolute %1 10 15").arg(hidpi),
+                           QStringLiteral("NotifyPointerMotionAbsolute %1 10.5 5.5").arg(plain)}));
 }
 
 TEST_F(PortalClientTest, MonitorBeyondTheSharedOnesSaysHowManyWereShared) {

@@ -2,7 +2,8 @@
 // portal_client_test.cpp:  test_screen_producer FORMAT WIDTH HEIGHT  (FORMAT: BGRx or RGBA).
 // Pixel (x, y) is red x*4 mod 256, green y*5 mod 256, blue 200, in FORMAT's byte order, in memfd
 // buffers. It prints its node id once the node exists. With no session manager in the test's
-// private PipeWire, it links itself to the capture node Iris creates ("iris-screencast").
+// private PipeWire, it links itself to the capture node Iris creates for it
+// ("iris-screencast-<its node id>"), so that several producers can run side by side.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -85,7 +86,9 @@ void onGlobal(void* data, uint32_t id, uint32_t, const char* type, uint32_t,
     if (props == nullptr) return;
     if (std::strcmp(type, PW_TYPE_INTERFACE_Node) == 0) {
         const char* name = spa_dict_lookup(props, PW_KEY_NODE_NAME);
-        if (name != nullptr && std::strcmp(name, "iris-screencast") == 0) p->captureNode = id;
+        const std::string wanted =
+            "iris-screencast-" + std::to_string(pw_stream_get_node_id(p->stream));
+        if (name != nullptr && name == wanted) p->captureNode = id;
     } else if (std::strcmp(type, PW_TYPE_INTERFACE_Port) == 0) {
         const char* node = spa_dict_lookup(props, PW_KEY_NODE_ID);
         const char* direction = spa_dict_lookup(props, PW_KEY_PORT_DIRECTION);

@@ -9,6 +9,8 @@
 #include <utility>
 
 #include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "agent/env/desktop/child_process.h"
 #include "agent/env/wayland/sway_compositor.h"
@@ -323,6 +325,83 @@ TEST_F(WaylandDesktopEnvironmentTest, SecondOutputWithItsOwnScale) {
     std::vector<std::string> buttons = window.linesWith("button", 1);
     ASSERT_FALSE(buttons.empty());
     EXPECT_EQ(buttons[0], "button 272 1 50.500000 25.500000");
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOutputsScale) {
+    // 640x480 at scale 1 beside 800x600 at scale 2 (400x300 logical): a layout of 1040x480
+    // logical pixels, drawn at 2 device pixels per logical one.
+    SwayOptions sway;
+    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
+    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+    ASSERT_TRUE(compositor) << compositor.status().message();
+    WaylandDesktopOptions options;
+    options.display = (*compositor)->socketPath();
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    EXPECT_TRUE(environment->observesWholeDesktop());
+    EXPECT_EQ(environment->outputName(), "HEADLESS-1+HEADLESS-2");
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 2080, 960}));
+    EXPECT_NE(environment->describe().find("HEADLESS-1+HEADLESS-2"), std::string::npos);
+
+    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-1").isOk());
+    TestClient left((*compositor)->clientEnvironment(), 1, m_scratch.path() / "left.txt");
+    ASSERT_TRUE(left.drawn(640, 480));
+    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
+    TestClient right((*compositor)->clientEnvironment(), 2, m_scratch.path() / "right.txt");
+    ASSERT_TRUE(right.drawn(400, 300));
+    hidePointer(*environment, left);
+
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    const cv::Mat& desktop = observation->screenshot;
+    ASSERT_EQ(desktop.cols, 2080);
+    ASSERT_EQ(desktop.rows, 960);
+    // The scale-2 output pixel for pixel; the scale-1 one with each pixel doubled both ways;
+    // below the shorter output, nothing.
+    EXPECT_EQ(mismatches(desktop(cv::Rect(1280, 0, 800, 600)).clone()), 0);
+    cv::Mat halved;
+    cv::resize(desktop(cv::Rect(0, 0, 1280, 960)), halved, cv::Size(640, 480), 0, 0,
+               cv::INTER_NEAREST);
+    EXPECT_EQ(mismatches(halved), 0);
+    cv::Mat doubled;
+    cv::resize(halved, doubled, cv::Size(1280, 960), 0, 0, cv::INTER_NEAREST);
+    EXPECT_EQ(cv::norm(doubled, desktop(cv::Rect(0, 0, 1280, 960)), cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::countNonZero(desktop(cv::Rect(1280, 600, 800, 360)).reshape(1)), 0);
+
+    // A click lands on the logical position (x / 2, y / 2) of the layout, on either output.
+    ASSERT_TRUE(environment->execute(Click{Point{101, 51}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(
+        environment->execute(Click{Point{1280 + 101, 51}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{2079, 599}, MouseButton::Right, 1}).status.isOk());
+    std::vector<std::string> leftButtons = left.linesWith("button", 1);
+    ASSERT_FALSE(leftButtons.empty());
+    EXPECT_EQ(leftButtons[0], "button 272 1 50.500000 25.500000");
+    std::vector<std::string> rightButtons = right.linesWith("button", 4);
+    ASSERT_EQ(rightButtons.size(), 4u);
+    EXPECT_EQ(rightButtons[0], "button 272 1 50.500000 25.500000");
+    EXPECT_EQ(rightButtons[2], "button 273 1 399.500000 299.500000");
+}
+
+TEST_F(WaylandDesktopEnvironmentTest, OneOutputOfTheDesktopIsChosenByNumber) {
+    SwayOptions sway;
+    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
+    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+    ASSERT_TRUE(compositor) << compositor.status().message();
+    WaylandDesktopOptions options;
+    options.display = (*compositor)->socketPath();
+    options.output = 0;
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    EXPECT_FALSE(environment->observesWholeDesktop());
+    EXPECT_EQ(environment->outputName(), "HEADLESS-1");
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 640, 480}));
+    options.output = 2;
+    Result<std::unique_ptr<WaylandDesktopEnvironment>> beyond =
+        WaylandDesktopEnvironment::create(options);
+    ASSERT_FALSE(beyond);
+    EXPECT_EQ(beyond.status().code(), StatusCode::OutOfRange);
+    EXPECT_NE(beyond.status().message().find("has 2 output(s)"), std::string::npos)
+        << beyond.status().message();
 }
 
 TEST_F(WaylandDesktopEnvironmentTest, RotatedOutputsAreSeenAsTheirUserSeesThem) {

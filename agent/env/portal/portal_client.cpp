@@ -29,8 +29,9 @@ const QString kRemoteDesktop = QStringLiteral("org.freedesktop.portal.RemoteDesk
 const QString kScreenCast = QStringLiteral("org.freedesktop.portal.ScreenCast");
 
 // restore_token and persist_mode in SelectDevices came with RemoteDesktop version 2
-// (xdg-desktop-portal 1.15).
-constexpr uint kMinRemoteDesktopVersion = 2;
+// (xdg-desktop-portal 1.18); version 1 (1.16 in Debian 12, GNOME 43) shares without them, and
+// asks every session.
+constexpr uint kRemembersConsentVersion = 2;
 constexpr uint kPersistUntilRevoked = 2;
 constexpr uint kSourceMonitor = 1;
 
@@ -76,8 +77,7 @@ Status FileRestoreTokenStore::save(const std::string& token) {
 
 PortalClient::PortalClient(QDBusConnection bus, RestoreTokenStore* tokens,
                            PortalClientOptions options)
-    : m_bus(std::move(bus)), m_tokens(tokens), m_options(options) {
-}
+    : m_bus(std::move(bus)), m_tokens(tokens), m_options(options) {}
 
 PortalClient::~PortalClient() {
     close();
@@ -108,15 +108,17 @@ Status PortalClient::checkPortal() {
             "): the portal backend of this desktop cannot share input; GNOME needs "
             "xdg-desktop-portal-gnome, KDE xdg-desktop-portal-kde");
     }
-    uint found = version.value().variant().toUInt();
-    if (found < kMinRemoteDesktopVersion) {
-        return Status::unsupported(
-            "the desktop portal's RemoteDesktop interface is version " + std::to_string(found) +
-            ", Iris needs version " + std::to_string(kMinRemoteDesktopVersion) +
-            " (restore tokens, so that consent is asked once): update xdg-desktop-portal to "
-            "1.15 or later");
+    m_remoteDesktopVersion = version.value().variant().toUInt();
+    if (m_remoteDesktopVersion < 1) {
+        return Status::unsupported("the desktop portal's RemoteDesktop interface reports version " +
+                                   std::to_string(m_remoteDesktopVersion) +
+                                   "; Iris needs version 1 or later");
     }
     return Status::ok();
+}
+
+bool PortalClient::remembersConsent() const {
+    return m_remoteDesktopVersion >= kRemembersConsentVersion;
 }
 
 Status PortalClient::start() {
@@ -132,11 +134,13 @@ Status PortalClient::start() {
                   SLOT(onSessionClosed(QVariantMap)));
     const QDBusObjectPath session(m_session);
 
-    QVariantMap devices{{QStringLiteral("types"), m_options.deviceTypes},
-                        {QStringLiteral("persist_mode"), kPersistUntilRevoked}};
-    std::string kept = m_tokens != nullptr ? m_tokens->load() : std::string();
-    if (!kept.empty())
-        devices.insert(QStringLiteral("restore_token"), QString::fromStdString(kept));
+    QVariantMap devices{{QStringLiteral("types"), m_options.deviceTypes}};
+    if (remembersConsent()) {
+        devices.insert(QStringLiteral("persist_mode"), kPersistUntilRevoked);
+        std::string kept = m_tokens != nullptr ? m_tokens->load() : std::string();
+        if (!kept.empty())
+            devices.insert(QStringLiteral("restore_token"), QString::fromStdString(kept));
+    }
     IRIS_RETURN_IF_ERROR(request(kRemoteDesktop, QStringLiteral("SelectDevices"),
                                  {QVariant::fromValue(session)}, devices)
                              .status());

@@ -88,6 +88,12 @@ public:
     // step the portal failed.
     Status start();
 
+    // Whether the portal keeps the person's consent between sessions (RemoteDesktop version 2,
+    // xdg-desktop-portal 1.18 and later: a restore token); with version 1 every start() asks.
+    // Known once start() has read the version.
+    bool remembersConsent() const;
+    std::uint32_t remoteDesktopVersion() const { return m_remoteDesktopVersion; }
+
     const std::vector<PortalStream>& streams() const { return m_streams; }
     std::uint32_t devices() const { return m_devices; }  // granted device types
     const QString& sessionHandle() const { return m_session; }
@@ -139,6 +145,7 @@ private:
     QEventLoop* m_waiting = nullptr;  // the loop a request waits in, quit by the signals
     std::vector<PortalStream> m_streams;
     std::uint32_t m_devices = 0;
+    std::uint32_t m_remoteDesktopVersion = 0;
 };
 
 }  // namespace iris::agent

@@ -18,6 +18,8 @@
 #include <QProcess>
 #include <QThread>
 
+#include "tests/agent/env/portal/private_session_bus.h"
+
 namespace iris::app {
 namespace {
 
@@ -83,13 +85,9 @@ bool spinUntil(const std::function<bool()>& done) {
 }
 
 TEST(DesktopStatus, OnWaylandTheKeyIsBoundThroughTheGlobalShortcutsPortal) {
-    QProcess daemon;
-    daemon.start(QStringLiteral("dbus-daemon"),
-                 {QStringLiteral("--session"), QStringLiteral("--nofork"),
-                  QStringLiteral("--print-address=1")});
-    if (!daemon.waitForStarted(30000) || !daemon.waitForReadyRead(30000))
-        GTEST_SKIP() << "dbus-daemon is not installed";
-    const QString address = QString::fromUtf8(daemon.readLine()).trimmed();
+    agent::testing::PrivateSessionBus daemon;
+    if (!daemon.start()) GTEST_SKIP() << "dbus-daemon is not installed";
+    const QString address = daemon.address();
     // GlobalStopKey uses the session bus: this process's, from here on the private one.
     ::setenv("DBUS_SESSION_BUS_ADDRESS", address.toUtf8().constData(), 1);
     ::setenv("WAYLAND_DISPLAY", "wayland-test", 1);  // a Wayland session; no compositor needed
@@ -128,8 +126,6 @@ TEST(DesktopStatus, OnWaylandTheKeyIsBoundThroughTheGlobalShortcutsPortal) {
     }
     portal.kill();
     portal.waitForFinished(30000);
-    daemon.kill();
-    daemon.waitForFinished(30000);
     ::unsetenv("WAYLAND_DISPLAY");
 }
 

@@ -5,7 +5,8 @@
 // counts consent dialogs, issues restore tokens and honours them, and records every input call
 // as a line of text. The test steers it through org.iris.test.FakePortal on the same object:
 //   SetRefuse(b)                the next Start answers response 1 (the user said no)
-//   SetRemoteDesktopVersion(u)  0: no RemoteDesktop interface at all
+//   SetRemoteDesktopVersion(u)  0: no RemoteDesktop interface at all; 1: no restore tokens
+//                               (SelectDevices refuses persist_mode and restore_token)
 //   SetGlobalShortcutsVersion(u) 0: no GlobalShortcuts interface
 //   SetRefuseShortcuts(b)       BindShortcuts answers response 1 (the person declined)
 //   ActivateShortcut(s)         the person pressed that shortcut (GlobalShortcuts.Activated)
@@ -135,6 +136,12 @@ public:
         if (member == QLatin1String("CreateSession")) return createSession(message);
         if (member == QLatin1String("SelectDevices")) {
             m_selectDevices = options(message, 1);
+            // Version 1 knows only `types` (strictly: a real portal may ignore the others).
+            if (m_remoteDesktopVersion < 2 && (m_selectDevices.contains("persist_mode") ||
+                                               m_selectDevices.contains("restore_token"))) {
+                return error(message, "org.freedesktop.portal.Error.InvalidArgument",
+                             "SelectDevices: option not supported by RemoteDesktop version 1");
+            }
             return answer(message, 0, {});
         }
         if (member == QLatin1String("SelectSources")) {
@@ -282,7 +289,8 @@ private:
         if (member == QLatin1String("SetGlobalShortcutsVersion"))
             m_globalShortcutsVersion = first.toUInt();
         if (member == QLatin1String("SetRefuseShortcuts")) m_refuseShortcuts = first.toBool();
-        if (member == QLatin1String("LastBoundShortcuts")) return reply(message, {m_boundShortcuts});
+        if (member == QLatin1String("LastBoundShortcuts"))
+            return reply(message, {m_boundShortcuts});
         if (member == QLatin1String("ActivateShortcut")) {
             QDBusMessage activated = QDBusMessage::createTargetedSignal(
                 m_client, kRoot, "org.freedesktop.portal.GlobalShortcuts", "Activated");

@@ -28,6 +28,7 @@
 #include "agent/env/portal/portal_environment.h"
 #include "agent/env/portal/portal_global_shortcut.h"
 #include "agent/env/portal/portal_input.h"
+#include "tests/agent/env/portal/private_session_bus.h"
 
 namespace iris::agent {
 namespace {
@@ -39,21 +40,16 @@ constexpr int kStartMs = 30000;
 class PortalClientTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        s_daemon = new QProcess;
-        s_daemon->start(QStringLiteral("dbus-daemon"),
-                        {"--session", "--nofork", "--print-address=1"});
-        if (!s_daemon->waitForStarted(kStartMs) || !s_daemon->waitForReadyRead(kStartMs)) {
+        s_daemon = new testing::PrivateSessionBus;
+        if (!s_daemon->start()) {
             delete s_daemon;
             s_daemon = nullptr;
             return;
         }
-        s_address = QString::fromUtf8(s_daemon->readLine()).trimmed();
+        s_address = s_daemon->address();
     }
 
     static void TearDownTestSuite() {
-        if (s_daemon == nullptr) return;
-        s_daemon->kill();
-        s_daemon->waitForFinished(kStartMs);
         delete s_daemon;
         s_daemon = nullptr;
     }
@@ -121,7 +117,7 @@ protected:
         return line;
     }
 
-    static inline QProcess* s_daemon = nullptr;
+    static inline testing::PrivateSessionBus* s_daemon = nullptr;
     static inline QString s_address;
     static inline int s_connections = 0;
     std::unique_ptr<QDBusConnection> m_bus;
@@ -137,6 +133,7 @@ TEST_F(PortalClientTest, HandshakeSharesTheMonitorAndKeepsTheToken) {
     Status started = client.start();
     ASSERT_TRUE(started.isOk()) << started.message();
 
+    EXPECT_TRUE(client.remembersConsent());
     ASSERT_EQ(client.streams().size(), 1U);
     EXPECT_EQ(client.streams()[0].nodeId, 42U);
     EXPECT_EQ(client.streams()[0].x, 0);
@@ -213,23 +210,37 @@ TEST_F(PortalClientTest, MissingPortalServiceSaysWhatToInstall) {
     EXPECT_NE(started.message().find("xdg-desktop-portal-gnome"), std::string::npos);
 }
 
-TEST_F(PortalClientTest, MissingOrOldRemoteDesktopSaysSo) {
+TEST_F(PortalClientTest, MissingRemoteDesktopSaysSo) {
     startFake();
     control("SetRemoteDesktopVersion", {0U});
-    {
-        PortalClient client(*m_bus, nullptr);
-        Status started = client.start();
-        EXPECT_EQ(started.code(), StatusCode::Unsupported);
-        EXPECT_NE(started.message().find("has no RemoteDesktop interface"), std::string::npos)
-            << started.message();
-    }
-    control("SetRemoteDesktopVersion", {1U});
     PortalClient client(*m_bus, nullptr);
     Status started = client.start();
     EXPECT_EQ(started.code(), StatusCode::Unsupported);
-    EXPECT_NE(started.message().find("version 1, Iris needs version 2"), std::string::npos)
+    EXPECT_NE(started.message().find("has no RemoteDesktop interface"), std::string::npos)
         << started.message();
     EXPECT_EQ(dialogCount(), 0U);  // it stopped before asking the user
+}
+
+// xdg-desktop-portal 1.16 (Debian 12's, with GNOME 43) has RemoteDesktop version 1: no restore
+// tokens, so the session starts without them and the person is asked every time.
+TEST_F(PortalClientTest, VersionOneSharesWithoutRestoreTokensAndAsksEachTime) {
+    startFake();
+    control("SetRemoteDesktopVersion", {1U});
+    FileRestoreTokenStore tokens(m_tokenFile);
+    ASSERT_TRUE(tokens.save("kept-from-a-newer-portal").isOk());
+    for (int session = 1; session <= 2; ++session) {
+        PortalClient client(*m_bus, &tokens);
+        Status started = client.start();
+        ASSERT_TRUE(started.isOk()) << started.message();
+        EXPECT_FALSE(client.remembersConsent());
+        EXPECT_EQ(client.remoteDesktopVersion(), 1U);
+        QVariantMap devices = lastSelectDevices();
+        EXPECT_EQ(devices.value("types").toUInt(), 3U);
+        EXPECT_FALSE(devices.contains("persist_mode"));
+        EXPECT_FALSE(devices.contains("restore_token"));
+        EXPECT_EQ(dialogCount(), uint(session));
+    }
+    EXPECT_EQ(tokenFileContent(), "kept-from-a-newer-portal");  // left for a later portal
 }
 
 // Runs the event loop (the shortcut's handshake is asynchronous) until `done` or kStartMs.

@@ -110,9 +110,11 @@ Result<std::unique_ptr<PipeWireCapture>> PipeWireCapture::connect(int fd, std::u
     } else {
         pw_properties* props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY,
                                                  "Capture", PW_KEY_MEDIA_ROLE, "Screen", nullptr);
-        // A session manager links the stream to its target (WirePlumber reads target.object);
-        // the name says which screen it captures when several are (pw-dump, pw-top).
-        pw_properties_setf(props, PW_KEY_TARGET_OBJECT, "%u", nodeId);
+        // The name says which screen it captures when several are (pw-dump, pw-top). The target
+        // is the node id the portal gave, passed to pw_stream_connect below (node.target), not
+        // target.object: that one means the node's object.serial, which equals its id only
+        // until PipeWire reuses an id, so WirePlumber found no target from the second screen
+        // cast of a login on and destroyed the stream (seen on GNOME 43).
         pw_properties_setf(props, PW_KEY_NODE_NAME, "iris-screencast-%u", nodeId);
         capture->m_stream = pw_stream_new(capture->m_core, "iris-screencast", props);
         auto& events = capture->m_listeners->events;

@@ -15,7 +15,6 @@ namespace iris::agent {
 namespace {
 
 constexpr double kMaxWaitSeconds = 600;  // as the other desktops
-constexpr std::chrono::milliseconds kFramePoll{5};
 
 std::int64_t nowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -64,7 +63,7 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
                                               std::to_string(stream.nodeId) + ": ");
         }
         firstFrames.push_back(first->size());
-        env->m_screens.push_back({stream, std::move(*capture), {}, 0});
+        env->m_screens.push_back({stream, std::move(*capture), {}});
     }
     env->placeScreens(firstFrames);
     std::vector<PortalScreen> screens;
@@ -113,22 +112,11 @@ std::string PortalEnvironment::describe() const {
     return text;
 }
 
-void PortalEnvironment::waitForFrameAfterAction() {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(m_options.settleMs);
-    for (;;) {
-        for (const Screen& screen : m_screens) {
-            if (screen.capture->frameSequence() > screen.framesAtLastAction) return;
-        }
-        if (std::chrono::steady_clock::now() >= deadline) return;
-        std::this_thread::sleep_for(kFramePoll);
-    }
-}
-
 Result<Observation> PortalEnvironment::observe() {
     IRIS_RETURN_IF_ERROR(m_client->checkSession("observe"));
-    if (m_actedSinceObserve) waitForFrameAfterAction();
-    m_actedSinceObserve = false;
+    // Compositors send frames on damage only: after the wait, each stream's newest frame is
+    // the screen as it is.
+    std::this_thread::sleep_until(m_lastAction + std::chrono::milliseconds(m_options.settleMs));
     Observation observation;
     if (m_screens.size() == 1) {
         Result<cv::Mat> frame = m_screens.front().capture->nextFrame(0);
@@ -170,10 +158,8 @@ ActionResult PortalEnvironment::execute(const Action& action) {
         return result;
     }
     if (endsEpisode(action)) return result;  // Done and Fail: nothing to do on the screen
-    for (Screen& screen : m_screens)
-        screen.framesAtLastAction = screen.capture->frameSequence();
-    m_actedSinceObserve = true;
     result.status = m_input->execute(action);
+    m_lastAction = std::chrono::steady_clock::now();
     return result;
 }
 

@@ -35,7 +35,10 @@ namespace iris::agent {
 struct PortalEnvironmentOptions {
     PortalClientOptions client;
     int firstFrameTimeoutMs = 10000;  // the compositor sends a frame as soon as the stream runs
-    int settleMs = 300;  // after an action, how long observe() waits for a frame showing it
+    // observe() waits until this long after the last action, for the screen to show it: the
+    // first frame after an action may come before the application has redrawn (seen on GNOME
+    // with two monitors), so a new frame is no sign that the action is visible.
+    int settleMs = 300;
     // Which shared monitor: 0 = the leftmost (by the logical position the portal reports, ties
     // broken by the top edge). Out of range: open() says how many were shared. nullopt: every
     // shared monitor, in one picture.
@@ -63,15 +66,11 @@ private:
     PortalEnvironment() = default;
     // Places the screens in the picture from their first frames' sizes (see the frame above).
     void placeScreens(const std::vector<cv::Size>& firstFrames);
-    // After an action, waits up to settleMs for a frame that may show it: compositors send
-    // frames on damage only, so a screen with no new frame did not change.
-    void waitForFrameAfterAction();
 
     struct Screen {
         PortalStream stream;
         std::unique_ptr<PipeWireCapture> capture;
-        Monitor place;                         // in the observation, device pixels
-        std::uint64_t framesAtLastAction = 0;  // capture->frameSequence() before the last action
+        Monitor place;  // in the observation, device pixels
     };
 
     PortalEnvironmentOptions m_options;
@@ -80,7 +79,7 @@ private:
     std::unique_ptr<PortalInput> m_input;
     Monitor m_area;  // the observation, device pixels
     Point m_origin;  // its top-left corner on the desktop, device pixels
-    bool m_actedSinceObserve = false;
+    std::chrono::steady_clock::time_point m_lastAction{};
 };
 
 }  // namespace iris::agent

@@ -382,6 +382,41 @@ TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOut
     EXPECT_EQ(rightButtons[2], "button 273 1 399.500000 299.500000");
 }
 
+TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopAtAFractionalDensityClicksOnBothOutputs) {
+    // 960x600 at scale 1.5 (640x400 logical) beside 640x480 at scale 1: 1280x480 logical at 1.5
+    // pixels each, a 1920x720 picture; pixel (x, y) is logical (x / 1.5, y / 1.5).
+    SwayOptions sway;
+    sway.outputs = {{960, 600, 1.5, 0}, {640, 480, 1.0, 0}};
+    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+    ASSERT_TRUE(compositor) << compositor.status().message();
+    WaylandDesktopOptions options;
+    options.display = (*compositor)->socketPath();
+    auto environment = start(options);
+    ASSERT_TRUE(environment);
+    EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 1920, 720}));
+    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-1").isOk());
+    TestClient left((*compositor)->clientEnvironment(), 2, m_scratch.path() / "left.txt");
+    ASSERT_TRUE(left.drawn(640, 400));
+    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
+    TestClient right((*compositor)->clientEnvironment(), 1, m_scratch.path() / "right.txt");
+    ASSERT_TRUE(right.drawn(640, 480));
+    Result<Observation> observation = environment->observe();
+    ASSERT_TRUE(observation) << observation.status().message();
+    EXPECT_EQ(observation->screenshot.cols, 1920);
+    EXPECT_EQ(observation->screenshot.rows, 720);
+    ASSERT_TRUE(environment->execute(Click{Point{300, 150}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(
+        environment->execute(Click{Point{960 + 300, 150}, MouseButton::Left, 1}).status.isOk());
+    ASSERT_TRUE(environment->execute(Click{Point{1919, 719}, MouseButton::Left, 1}).status.isOk());
+    std::vector<std::string> leftButtons = left.linesWith("button", 1);
+    ASSERT_FALSE(leftButtons.empty());
+    EXPECT_EQ(leftButtons[0], "button 272 1 200.000000 100.000000");
+    std::vector<std::string> rightButtons = right.linesWith("button", 4);
+    ASSERT_EQ(rightButtons.size(), 4u);
+    EXPECT_EQ(rightButtons[0], "button 272 1 200.000000 100.000000");
+    EXPECT_EQ(rightButtons[2], "button 272 1 639.332031 479.332031");  // 1919 / 1.5 - 640
+}
+
 TEST_F(WaylandDesktopEnvironmentTest, OneOutputOfTheDesktopIsChosenByNumber) {
     SwayOptions sway;
     sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};

@@ -200,6 +200,17 @@ Result<std::vector<const WaylandOutput*>> WaylandDesktopEnvironment::currentOutp
         }
         outputs.push_back(output);
     }
+    if (observesWholeDesktop()) {
+        // The unbound pointer moves over the whole layout, so an output plugged in since would
+        // shift every click: stop rather than click elsewhere than the model chose.
+        for (const WaylandOutput* output : m_connection->outputs()) {
+            if (std::find(m_outputGlobals.begin(), m_outputGlobals.end(), output->globalName) ==
+                m_outputGlobals.end()) {
+                return Status::ioError("desktop: output " + output->name +
+                                       " was plugged in; reset() shows the desktop with it");
+            }
+        }
+    }
     IRIS_RETURN_IF_ERROR(placeOutputs(outputs));
     return outputs;
 }

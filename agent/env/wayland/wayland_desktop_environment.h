@@ -20,7 +20,8 @@
 // output beside a scale-2 one becomes 2x2), and what lies between outputs is black. A click at
 // (x, y) lands at that logical position on whichever output holds it; the pointer is not bound to
 // an output, so the compositor reads it in layout coordinates. The outputs are those there at
-// connection (or reset()); one that goes fails the step naming it, as a chosen one does.
+// connection (or reset()); one that goes fails the step naming it, as a chosen one does, and so
+// does one plugged in (it would move the layout the pointer is mapped over).
 #include <chrono>
 #include <memory>
 #include <optional>

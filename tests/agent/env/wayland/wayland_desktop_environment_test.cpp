@@ -380,6 +380,17 @@ TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOut
     ASSERT_EQ(rightButtons.size(), 4u);
     EXPECT_EQ(rightButtons[0], "button 272 1 50.500000 25.500000");
     EXPECT_EQ(rightButtons[2], "button 273 1 399.500000 299.500000");
+
+    // A third output would widen the layout the pointer moves over: the next step stops.
+    ASSERT_TRUE((*compositor)->command("create_output").isOk());
+    Status plugged;
+    auto deadline = Clock::now() + milliseconds(5000);
+    do {
+        plugged = environment->execute(MoveTo{Point{10, 10}}).status;
+    } while (plugged.isOk() && Clock::now() < deadline);
+    EXPECT_EQ(plugged.code(), StatusCode::IoError);
+    EXPECT_NE(plugged.message().find("output HEADLESS-3 was plugged in"), std::string::npos)
+        << plugged.message();
 }
 
 TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopAtAFractionalDensityClicksOnBothOutputs) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -119,6 +120,35 @@ protected:
         options.height = height;
         options.scale = scale;
         return options;
+    }
+
+    // A private sway of these outputs, and the environment on it (`output`, or the whole
+    // desktop); both null after a failed assertion.
+    struct OnSway {
+        std::unique_ptr<SwayCompositor> compositor;
+        std::unique_ptr<WaylandDesktopEnvironment> environment;
+    };
+    OnSway startOnSway(std::vector<SwayOutputOptions> outputs,
+                       std::optional<int> output = std::nullopt) {
+        SwayOptions sway;
+        sway.outputs = std::move(outputs);
+        Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
+        EXPECT_TRUE(compositor) << compositor.status().message();
+        if (!compositor) return {};
+        WaylandDesktopOptions options;
+        options.display = (*compositor)->socketPath();
+        options.output = output;
+        auto environment = start(options);
+        return {std::move(*compositor), std::move(environment)};
+    }
+
+    // The test client's window on that output of the compositor (sway opens it on the focused
+    // one), its events in `events`.
+    std::unique_ptr<TestClient> clientOn(SwayCompositor& compositor, const char* output, int scale,
+                                         const char* events) {
+        EXPECT_TRUE(compositor.command(std::string("focus output ") + output).isOk());
+        return std::make_unique<TestClient>(compositor.clientEnvironment(), scale,
+                                            m_scratch.path() / events);
     }
 
     std::unique_ptr<TestClient> client(const WaylandDesktopEnvironment& environment, int scale) {
@@ -303,26 +333,18 @@ TEST_F(WaylandDesktopEnvironmentTest, KeyChordsArriveWithTheirModifiers) {
 }
 
 TEST_F(WaylandDesktopEnvironmentTest, SecondOutputWithItsOwnScale) {
-    SwayOptions sway;
-    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
-    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
-    ASSERT_TRUE(compositor) << compositor.status().message();
-    WaylandDesktopOptions options;
-    options.display = (*compositor)->socketPath();
-    options.output = 1;
-    auto environment = start(options);
+    auto [compositor, environment] = startOnSway({{640, 480, 1.0, 0}, {800, 600, 2.0, 0}}, 1);
     ASSERT_TRUE(environment);
     EXPECT_EQ(environment->outputName(), "HEADLESS-2");
     EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 800, 600}));
-    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
-    TestClient window((*compositor)->clientEnvironment(), 2, m_scratch.path() / "events.txt");
-    ASSERT_TRUE(window.drawn(400, 300));
-    hidePointer(*environment, window);
+    auto window = clientOn(*compositor, "HEADLESS-2", 2, "events.txt");
+    ASSERT_TRUE(window->drawn(400, 300));
+    hidePointer(*environment, *window);
     Result<Observation> observation = environment->observe();
     ASSERT_TRUE(observation) << observation.status().message();
     EXPECT_EQ(mismatches(observation->screenshot), 0);
     ASSERT_TRUE(environment->execute(Click{Point{101, 51}, MouseButton::Left, 1}).status.isOk());
-    std::vector<std::string> buttons = window.linesWith("button", 1);
+    std::vector<std::string> buttons = window->linesWith("button", 1);
     ASSERT_FALSE(buttons.empty());
     EXPECT_EQ(buttons[0], "button 272 1 50.500000 25.500000");
 }
@@ -330,26 +352,18 @@ TEST_F(WaylandDesktopEnvironmentTest, SecondOutputWithItsOwnScale) {
 TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOutputsScale) {
     // 640x480 at scale 1 beside 800x600 at scale 2 (400x300 logical): a layout of 1040x480
     // logical pixels, drawn at 2 device pixels per logical one.
-    SwayOptions sway;
-    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
-    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
-    ASSERT_TRUE(compositor) << compositor.status().message();
-    WaylandDesktopOptions options;
-    options.display = (*compositor)->socketPath();
-    auto environment = start(options);
+    auto [compositor, environment] = startOnSway({{640, 480, 1.0, 0}, {800, 600, 2.0, 0}});
     ASSERT_TRUE(environment);
     EXPECT_TRUE(environment->observesWholeDesktop());
     EXPECT_EQ(environment->outputName(), "HEADLESS-1+HEADLESS-2");
     EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 2080, 960}));
     EXPECT_NE(environment->describe().find("HEADLESS-1+HEADLESS-2"), std::string::npos);
 
-    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-1").isOk());
-    TestClient left((*compositor)->clientEnvironment(), 1, m_scratch.path() / "left.txt");
-    ASSERT_TRUE(left.drawn(640, 480));
-    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
-    TestClient right((*compositor)->clientEnvironment(), 2, m_scratch.path() / "right.txt");
-    ASSERT_TRUE(right.drawn(400, 300));
-    hidePointer(*environment, left);
+    auto left = clientOn(*compositor, "HEADLESS-1", 1, "left.txt");
+    ASSERT_TRUE(left->drawn(640, 480));
+    auto right = clientOn(*compositor, "HEADLESS-2", 2, "right.txt");
+    ASSERT_TRUE(right->drawn(400, 300));
+    hidePointer(*environment, *left);
 
     Result<Observation> observation = environment->observe();
     ASSERT_TRUE(observation) << observation.status().message();
@@ -373,16 +387,16 @@ TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOut
     ASSERT_TRUE(
         environment->execute(Click{Point{1280 + 101, 51}, MouseButton::Left, 1}).status.isOk());
     ASSERT_TRUE(environment->execute(Click{Point{2079, 599}, MouseButton::Right, 1}).status.isOk());
-    std::vector<std::string> leftButtons = left.linesWith("button", 1);
+    std::vector<std::string> leftButtons = left->linesWith("button", 1);
     ASSERT_FALSE(leftButtons.empty());
     EXPECT_EQ(leftButtons[0], "button 272 1 50.500000 25.500000");
-    std::vector<std::string> rightButtons = right.linesWith("button", 4);
+    std::vector<std::string> rightButtons = right->linesWith("button", 4);
     ASSERT_EQ(rightButtons.size(), 4u);
     EXPECT_EQ(rightButtons[0], "button 272 1 50.500000 25.500000");
     EXPECT_EQ(rightButtons[2], "button 273 1 399.500000 299.500000");
 
     // A third output would widen the layout the pointer moves over: the next step stops.
-    ASSERT_TRUE((*compositor)->command("create_output").isOk());
+    ASSERT_TRUE(compositor->command("create_output").isOk());
     Status plugged;
     auto deadline = Clock::now() + milliseconds(5000);
     do {
@@ -396,21 +410,13 @@ TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopIsOnePictureAtTheDensestOut
 TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopAtAFractionalDensityClicksOnBothOutputs) {
     // 960x600 at scale 1.5 (640x400 logical) beside 640x480 at scale 1: 1280x480 logical at 1.5
     // pixels each, a 1920x720 picture; pixel (x, y) is logical (x / 1.5, y / 1.5).
-    SwayOptions sway;
-    sway.outputs = {{960, 600, 1.5, 0}, {640, 480, 1.0, 0}};
-    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
-    ASSERT_TRUE(compositor) << compositor.status().message();
-    WaylandDesktopOptions options;
-    options.display = (*compositor)->socketPath();
-    auto environment = start(options);
+    auto [compositor, environment] = startOnSway({{960, 600, 1.5, 0}, {640, 480, 1.0, 0}});
     ASSERT_TRUE(environment);
     EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 1920, 720}));
-    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-1").isOk());
-    TestClient left((*compositor)->clientEnvironment(), 2, m_scratch.path() / "left.txt");
-    ASSERT_TRUE(left.drawn(640, 400));
-    ASSERT_TRUE((*compositor)->command("focus output HEADLESS-2").isOk());
-    TestClient right((*compositor)->clientEnvironment(), 1, m_scratch.path() / "right.txt");
-    ASSERT_TRUE(right.drawn(640, 480));
+    auto left = clientOn(*compositor, "HEADLESS-1", 2, "left.txt");  // the scale rounded up
+    ASSERT_TRUE(left->drawn(640, 400));
+    auto right = clientOn(*compositor, "HEADLESS-2", 1, "right.txt");
+    ASSERT_TRUE(right->drawn(640, 480));
     Result<Observation> observation = environment->observe();
     ASSERT_TRUE(observation) << observation.status().message();
     EXPECT_EQ(observation->screenshot.cols, 1920);
@@ -419,28 +425,23 @@ TEST_F(WaylandDesktopEnvironmentTest, TheWholeDesktopAtAFractionalDensityClicksO
     ASSERT_TRUE(
         environment->execute(Click{Point{960 + 300, 150}, MouseButton::Left, 1}).status.isOk());
     ASSERT_TRUE(environment->execute(Click{Point{1919, 719}, MouseButton::Left, 1}).status.isOk());
-    std::vector<std::string> leftButtons = left.linesWith("button", 1);
+    std::vector<std::string> leftButtons = left->linesWith("button", 1);
     ASSERT_FALSE(leftButtons.empty());
     EXPECT_EQ(leftButtons[0], "button 272 1 200.000000 100.000000");
-    std::vector<std::string> rightButtons = right.linesWith("button", 4);
+    std::vector<std::string> rightButtons = right->linesWith("button", 4);
     ASSERT_EQ(rightButtons.size(), 4u);
     EXPECT_EQ(rightButtons[0], "button 272 1 200.000000 100.000000");
     EXPECT_EQ(rightButtons[2], "button 272 1 639.332031 479.332031");  // 1919 / 1.5 - 640
 }
 
 TEST_F(WaylandDesktopEnvironmentTest, OneOutputOfTheDesktopIsChosenByNumber) {
-    SwayOptions sway;
-    sway.outputs = {{640, 480, 1.0, 0}, {800, 600, 2.0, 0}};
-    Result<std::unique_ptr<SwayCompositor>> compositor = SwayCompositor::start(sway);
-    ASSERT_TRUE(compositor) << compositor.status().message();
-    WaylandDesktopOptions options;
-    options.display = (*compositor)->socketPath();
-    options.output = 0;
-    auto environment = start(options);
+    auto [compositor, environment] = startOnSway({{640, 480, 1.0, 0}, {800, 600, 2.0, 0}}, 0);
     ASSERT_TRUE(environment);
     EXPECT_FALSE(environment->observesWholeDesktop());
     EXPECT_EQ(environment->outputName(), "HEADLESS-1");
     EXPECT_EQ(environment->observedArea(), (Monitor{0, 0, 640, 480}));
+    WaylandDesktopOptions options;
+    options.display = compositor->socketPath();
     options.output = 2;
     Result<std::unique_ptr<WaylandDesktopEnvironment>> beyond =
         WaylandDesktopEnvironment::create(options);

@@ -1,7 +1,9 @@
 #include "agent/env/portal/portal_input.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -14,6 +16,8 @@ namespace {
 // A drag moves in steps so that applications that track motion between press and release
 // (sliders, selections) see it, as the X11 environment does.
 constexpr int kDragSteps = 8;
+// After the session's first pointer motion, before anything else.
+constexpr std::chrono::milliseconds kFirstPointerSettle{200};
 
 int evdevButton(MouseButton button) {
     switch (button) {
@@ -48,6 +52,10 @@ Status PortalInput::moveTo(Point p) {
         const double x = (p.x - place.x) * screen.stream.width / place.width;
         const double y = (p.y - place.y) * screen.stream.height / place.height;
         IRIS_RETURN_IF_ERROR(m_client.pointerMotionAbsolute(screen.stream.nodeId, x, y));
+        // A desktop with no mouse attached (a virtual machine, a headless session) gains a
+        // pointer only now: applications bind it when the seat announces it, and a button sent
+        // before that is lost (seen on a headless GNOME 43: the first click of every session).
+        if (!m_pointer) std::this_thread::sleep_for(kFirstPointerSettle);
         m_pointer = p;
         return Status::ok();
     }

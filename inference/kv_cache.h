@@ -47,6 +47,14 @@ public:
     virtual void beginForward() = 0;
     // Attention of `layer` is about to read these blocks (IoError when one cannot be read back).
     virtual Status require(int layer, std::span<const std::int32_t> blocks) = 0;
+    // As require(), but the copies may still be running when it returns, so that the caller
+    // can compute meanwhile: the blocks may be read only after awaitRequired() (which each
+    // later call waits for, too). Calls for one layer add to the blocks it keeps.
+    virtual Status requireAsync(int layer, std::span<const std::int32_t> blocks) {
+        return require(layer, blocks);
+    }
+    // Waits until every block requireAsync() named is in (IoError when one cannot be read).
+    virtual Status awaitRequired() { return {}; }
     // The block is about to be written (all layers): it is brought in and its copies dropped.
     virtual Status writable(std::int32_t block) = 0;
     // All layers of the block are about to be read (copied out, copied on write).

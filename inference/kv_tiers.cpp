@@ -5,11 +5,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cassert>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 namespace iris::inference {
 
@@ -139,6 +144,105 @@ private:
     std::vector<std::int32_t> m_free;
 };
 
+// ---- the transfer thread: one batch of copies at a time ----
+
+// Copies the items of a batch on its own thread, claiming them one at a time; finish() claims
+// what is left on the calling thread, then waits for the items under way, so that waiting for
+// a batch never takes longer than copying it there would.
+class KvTransferThread {
+public:
+    using Copy = std::function<Status(std::size_t item)>;
+
+    KvTransferThread() : m_thread([this] { run(); }) {}
+    ~KvTransferThread() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stopping = true;
+        }
+        m_wake.notify_one();
+        m_thread.join();
+    }
+
+    bool active() const { return m_active; }
+
+    // Starts copying items [0, count) with `copy`; no batch may be active.
+    void start(std::size_t count, Copy copy) {
+        assert(!m_active && count > 0);
+        {
+            std::lock_guard lock(m_mutex);
+            m_copy = std::move(copy);
+            m_count = count;
+            m_next.store(0, std::memory_order_relaxed);
+            m_done = 0;
+            m_byThread = 0;
+            m_failure = Status::ok();
+            m_active = true;
+            ++m_batch;
+        }
+        m_wake.notify_one();
+    }
+
+    // Ends the active batch: the first failure, and in `behind` how many items the thread had
+    // copied before this call.
+    Status finish(std::int64_t& behind) {
+        assert(m_active);
+        {
+            std::lock_guard lock(m_mutex);
+            behind = m_byThread;
+        }
+        copyItems(false);
+        std::unique_lock lock(m_mutex);
+        m_finished.wait(lock, [this] { return m_done == m_count && !m_threadInBatch; });
+        m_active = false;
+        m_copy = nullptr;
+        return std::move(m_failure);
+    }
+
+private:
+    void run() {
+        std::uint64_t seen = 0;
+        std::unique_lock lock(m_mutex);
+        for (;;) {
+            m_wake.wait(lock, [&] { return m_stopping || (m_active && m_batch != seen); });
+            if (m_stopping) return;
+            seen = m_batch;
+            m_threadInBatch = true;  // finish() waits for this: the batch's fields stay put
+            lock.unlock();
+            copyItems(true);
+            lock.lock();
+            m_threadInBatch = false;
+            m_finished.notify_all();
+        }
+    }
+
+    void copyItems(bool onThread) {
+        for (;;) {
+            const std::size_t item = m_next.fetch_add(1, std::memory_order_relaxed);
+            if (item >= m_count) return;
+            Status copied = m_copy(item);
+            std::lock_guard lock(m_mutex);
+            if (!copied.isOk() && m_failure.isOk()) m_failure = std::move(copied);
+            if (onThread) ++m_byThread;
+            if (++m_done == m_count) m_finished.notify_all();
+        }
+    }
+
+    std::mutex m_mutex;
+    std::condition_variable m_wake, m_finished;
+    // The batch: written by start() under the mutex while no thread works on a batch.
+    Copy m_copy;
+    std::size_t m_count = 0;
+    std::atomic<std::size_t> m_next{0};
+    std::size_t m_done = 0;        // under the mutex, as the fields below
+    std::int64_t m_byThread = 0;
+    Status m_failure;
+    std::uint64_t m_batch = 0;
+    bool m_active = false;         // also read without the mutex by the owner (its own writes)
+    bool m_threadInBatch = false;
+    bool m_stopping = false;
+    std::thread m_thread;  // last: starts after the fields above exist
+};
+
 // ---- the policy ----
 
 Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOptions& options,
@@ -161,6 +265,7 @@ Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOpt
         tiers->m_disk = std::move(*file);
     }
     tiers->m_pool = pool;
+    if (options.overlap) tiers->m_transferThread = std::make_unique<KvTransferThread>();
     cache.setResidency(tiers.get());
     return tiers;
 }
@@ -176,6 +281,7 @@ KvTiers::KvTiers(KvCache& cache, const KvTierOptions& options,
 }
 
 KvTiers::~KvTiers() {
+    settle();  // no copy may outlive the tiers
     if (m_cache.residency() == this) m_cache.setResidency(nullptr);
 }
 
@@ -204,10 +310,39 @@ void KvTiers::touch(std::size_t unit, std::uint64_t when) {
 }
 
 void KvTiers::beginForward() {
+    finishRequired();
     ++m_forward;
 }
 
 Status KvTiers::require(int layer, std::span<const std::int32_t> blocks) {
+    IRIS_RETURN_IF_ERROR(plan(layer, blocks));
+    IRIS_RETURN_IF_ERROR(runTransfers());
+    return awaitRequired();
+}
+
+Status KvTiers::requireAsync(int layer, std::span<const std::int32_t> blocks) {
+    IRIS_RETURN_IF_ERROR(plan(layer, blocks));
+    if (m_transferThread == nullptr || m_transfers.empty()) return runTransfers();
+    m_transferThread->start(m_transfers.size(),
+                            [this](std::size_t i) { return copyIn(m_transfers[i]); });
+    return {};
+}
+
+Status KvTiers::awaitRequired() {
+    finishRequired();
+    return takeFailure();
+}
+
+// The bookkeeping of require(): the units become resident now, their copies are planned in
+// m_transfers. Units the same layer required before (earlier waves) are kept: the layer is
+// trimmed once its copies are awaited.
+Status KvTiers::plan(int layer, std::span<const std::int32_t> blocks) {
+    if (m_awaitedLayer != layer) {
+        finishRequired();
+    } else {
+        settle();
+    }
+    IRIS_RETURN_IF_ERROR(takeFailure());
     m_transfers.clear();
     for (const std::int32_t block : blocks) {
         const std::size_t unit = unitIndex(layer, block);
@@ -215,12 +350,38 @@ Status KvTiers::require(int layer, std::span<const std::int32_t> blocks) {
         if (!m_units[unit].resident) planBringIn(unit);
         touch(unit, requiredTick());
     }
-    IRIS_RETURN_IF_ERROR(runTransfers());
-    trim(layer);  // after the copies: a planned unit holds its data only once they are done
+    m_awaitedLayer = layer;
     return {};
 }
 
+void KvTiers::settle() {
+    if (m_transferThread == nullptr || !m_transferThread->active()) return;
+    const auto start = std::chrono::steady_clock::now();
+    std::int64_t behind = 0;
+    Status copied = m_transferThread->finish(behind);
+    m_stats.fetchedBehind += behind;
+    m_stats.waitNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+    if (!copied.isOk() && m_failure.isOk()) m_failure = std::move(copied);
+}
+
+// Waits for the copies, then trims: a planned unit holds its data only once they are done,
+// and no host slot may be reused while a copy reads it.
+void KvTiers::finishRequired() {
+    settle();
+    if (m_awaitedLayer >= 0) {
+        const int layer = std::exchange(m_awaitedLayer, -1);
+        trim(layer);
+    }
+}
+
+Status KvTiers::takeFailure() {
+    return std::exchange(m_failure, Status::ok());
+}
+
 Status KvTiers::writable(std::int32_t block) {
+    finishRequired();
     for (int layer = m_firstLayer; layer < m_cache.options().layers; ++layer) {
         const std::size_t unit = unitIndex(layer, block);
         if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
@@ -231,6 +392,7 @@ Status KvTiers::writable(std::int32_t block) {
 }
 
 Status KvTiers::requireWhole(std::int32_t block) {
+    finishRequired();
     for (int layer = m_firstLayer; layer < m_cache.options().layers; ++layer) {
         const std::size_t unit = unitIndex(layer, block);
         if (!m_units[unit].resident) IRIS_RETURN_IF_ERROR(bringIn(unit));
@@ -240,6 +402,7 @@ Status KvTiers::requireWhole(std::int32_t block) {
 }
 
 void KvTiers::forget(std::int32_t block, bool inUse) {
+    finishRequired();
     for (int layer = m_firstLayer; layer < m_cache.options().layers; ++layer) {
         const std::size_t unit = unitIndex(layer, block);
         Unit& u = m_units[unit];
@@ -261,6 +424,7 @@ void KvTiers::forget(std::int32_t block, bool inUse) {
 
 void KvTiers::adopt(int layer, std::int32_t block, std::span<const std::byte> unitBytes) {
     assert(std::int64_t(unitBytes.size()) == m_unitBytes);
+    finishRequired();
     const std::size_t unit = unitIndex(layer, block);
     Unit& u = m_units[unit];
     dropCopies(unit);
@@ -278,6 +442,7 @@ void KvTiers::adopt(int layer, std::int32_t block, std::span<const std::byte> un
     m_units[unit].host = slot;
 }
 
+// Brings one unit in at once (the caller has finished what was required before).
 Status KvTiers::bringIn(std::size_t unit) {
     m_transfers.clear();
     planBringIn(unit);
@@ -302,29 +467,31 @@ void KvTiers::planBringIn(std::size_t unit) {
     m_residentOrder.emplace(0, std::uint32_t(unit));
 }
 
-// Copies the planned units in, spread over the compute threads when there are several (host
-// copies are memcpy, disk copies preadv: both safe side by side).
+Status KvTiers::copyIn(const Transfer& t) {
+    if (m_options.copyDelay.count() > 0) std::this_thread::sleep_for(m_options.copyDelay);
+    const int layer = layerOf(t.unit);
+    const std::int32_t block = blockOf(t.unit);
+    if (t.host >= 0) {
+        m_compute->copyIn(layer, block, m_hostSlots[std::size_t(t.host)].get());
+        return {};
+    }
+    const auto [k, v] = m_compute->parts(layer, block);
+    return m_disk->read(t.disk, k, v, m_compute->partBytes());
+}
+
+// Copies the planned units in now, spread over the compute threads when there are several
+// (host copies are memcpy, disk copies preadv: both safe side by side).
 Status KvTiers::runTransfers() {
-    const auto copy = [this](const Transfer& t) -> Status {
-        const int layer = layerOf(t.unit);
-        const std::int32_t block = blockOf(t.unit);
-        if (t.host >= 0) {
-            m_compute->copyIn(layer, block, m_hostSlots[std::size_t(t.host)].get());
-            return {};
-        }
-        const auto [k, v] = m_compute->parts(layer, block);
-        return m_disk->read(t.disk, k, v, m_compute->partBytes());
-    };
     const auto n = std::int64_t(m_transfers.size());
     if (m_pool == nullptr || n < 2) {
         for (const Transfer& t : m_transfers)
-            IRIS_RETURN_IF_ERROR(copy(t));
+            IRIS_RETURN_IF_ERROR(copyIn(t));
         return {};
     }
     std::vector<Status> results(m_transfers.size());
     m_pool->parallelFor(n, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i)
-            results[std::size_t(i)] = copy(m_transfers[std::size_t(i)]);
+            results[std::size_t(i)] = copyIn(m_transfers[std::size_t(i)]);
     });
     for (const Status& status : results)
         IRIS_RETURN_IF_ERROR(status);
@@ -332,6 +499,7 @@ Status KvTiers::runTransfers() {
 }
 
 void KvTiers::trim(int activeLayer) {
+    settle();
     const std::int64_t budget = m_options.computeBytes / m_unitBytes;
     const std::uint64_t now = requiredTick();
     // Units last required before this forward pass go first, least recently required first.

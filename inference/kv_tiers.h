@@ -12,10 +12,18 @@
 // evicting it again moves nothing until it is written again (KvCache::extend() marks a page
 // written). Host copies go to disk least recently used first.
 //
+// Pages come in while the model computes: requireAsync() does the bookkeeping at once and
+// hands the copies to a transfer thread, and awaitRequired() (or any later call) waits for
+// them, copying what the thread has not started yet itself. MiniMax-M3 asks for a layer's
+// pages in waves of (token, KV group) items, so the copies of one wave overlap the indexer
+// scoring the next and the attention of the one before. Evictions (trim) happen only while no
+// copy is in flight, so a host slot is never reused under a copy that reads it.
+//
 // KvTiers implements KvCache's residency hooks (kv_cache.h); the memory operations on the
 // compute tier are behind ComputeTier, so a device pool can reuse the policy. Not thread-safe:
 // called on the thread that drives forward passes, between the compute threads' work.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +54,12 @@ struct KvTierOptions {
     // Tests: fill a unit that leaves the compute tier with NaN (all bits set) instead of giving
     // its pages back, so that attention over a unit that is not resident cannot go unnoticed.
     bool poisonEvicted = false;
+    // Copy pages in on a transfer thread while the model computes (requireAsync); false: every
+    // copy is done before requireAsync returns, on the compute threads (as require()).
+    bool overlap = true;
+    // Tests: each copy into the compute tier first sleeps this long, so that attention reading
+    // a page before its copy is done finds it poisoned.
+    std::chrono::microseconds copyDelay{0};
 };
 
 struct KvTierStats {
@@ -63,6 +77,8 @@ struct KvTierStats {
     std::int64_t hostBytes = 0;      // host tier in use now
     std::int64_t diskBytes = 0;      // disk tier in use now
     std::int64_t overBudget = 0;     // evictions that found only units the current step needs
+    std::int64_t fetchedBehind = 0;  // units the transfer thread copied while the model computed
+    std::int64_t waitNanos = 0;      // time spent waiting for copies (or doing them) before use
     // Bytes moved between tiers in both directions (in, out, host <-> disk).
     std::int64_t bytesMoved() const { return bytesIn + bytesOut + diskBytesWritten; }
 };
@@ -88,6 +104,7 @@ public:
 std::unique_ptr<ComputeTier> poolComputeTier(KvCache& cache);
 
 class KvSpillFile;
+class KvTransferThread;
 
 class KvTiers final : public KvResidency {
 public:
@@ -103,6 +120,8 @@ public:
     // ---- KvResidency (called by the model and by KvCache) ----
     void beginForward() override;
     Status require(int layer, std::span<const std::int32_t> blocks) override;
+    Status requireAsync(int layer, std::span<const std::int32_t> blocks) override;
+    Status awaitRequired() override;
     Status writable(std::int32_t block) override;
     Status requireWhole(std::int32_t block) override;
     void forget(std::int32_t block, bool inUse) override;
@@ -142,6 +161,12 @@ private:
     Status bringIn(std::size_t unit);
     void planBringIn(std::size_t unit);
     Status runTransfers();
+    Status plan(int layer, std::span<const std::int32_t> blocks);
+    // Waits for the copies in flight; a failure is kept for the next call that returns a Status.
+    void settle();
+    // settle(), then trims for the layer requireAsync() brought in.
+    void finishRequired();
+    Status takeFailure();
     void evict(std::size_t unit);
     void dropCopies(std::size_t unit);
     std::int32_t takeHostSlot();
@@ -172,6 +197,10 @@ private:
         std::int32_t disk;
     };
     std::vector<Transfer> m_transfers;
+    Status copyIn(const Transfer& t);  // one planned copy into the compute tier
+    std::unique_ptr<KvTransferThread> m_transferThread;  // with options.overlap
+    int m_awaitedLayer = -1;  // the layer requireAsync() brings in, trimmed for once awaited
+    Status m_failure;         // a copy that failed in flight, not reported yet
     std::uint64_t m_forward = 1;
     std::uint64_t m_hostClock = 0;
     KvTierStats m_stats;

@@ -21,6 +21,12 @@ void metric(std::string& out, const char* name, const char* type, const char* he
     out += std::string(name) + " " + std::to_string(value) + "\n";
 }
 
+void realMetric(std::string& out, const char* name, const char* type, const char* help,
+                double value) {
+    header(out, name, type, help);
+    out += std::string(name) + " " + number(value) + "\n";
+}
+
 // The KV disk tier's counters (all zero when --kv-disk-gb is 0).
 void writeKvDisk(std::string& out, const inference::KvDiskStats& d) {
     metric(out, "iris_kv_disk_hit_blocks_total", "counter", "KV blocks read back from disk.",
@@ -48,6 +54,11 @@ void writeKvTiers(std::string& out, const inference::KvTierStats& t) {
            "K/V pages brought into the pool for sparse attention.", t.fetched);
     metric(out, "iris_kv_tier_fetched_from_disk_total", "counter",
            "K/V pages brought into the pool from disk.", t.fetchedFromDisk);
+    metric(out, "iris_kv_tier_fetched_behind_total", "counter",
+           "K/V pages copied in while the model computed, before it waited for them.",
+           t.fetchedBehind);
+    realMetric(out, "iris_kv_tier_wait_seconds_total", "counter",
+               "Time forward passes waited for K/V pages to come in.", double(t.waitNanos) * 1e-9);
     metric(out, "iris_kv_tier_disk_write_failures_total", "counter",
            "Spills the disk refused (kept in host memory).", t.diskWriteFailures);
     metric(out, "iris_kv_tier_resident_bytes", "gauge",

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "inference/models/minimax_m3.h"
 #include "inference/models/model_parts.h"
@@ -67,9 +68,8 @@ private:
                       ThreadPool& pool, float* out, BlockTrace* traced);
     void prefillSparse(int layer, std::span<const TokenInput> batch, const KvCache& cache,
                        ThreadPool& pool, float* out, BlockTrace* traced);
-    // With KV tiers (cache.residency()): brings the pages of the selected selection blocks
-    // (`chosen` per sequence and length) into the pool before attention reads them; m_pages is
-    // the scratch. Without tiers it does nothing.
+    // With KV tiers (cache.residency()): adds the pool pages of the chosen selection blocks
+    // (`chosen`, of a sequence's first `length` slots) to m_pages, the pages to bring in.
     void addChosenPages(const KvCache& cache, const TokenInput& in, std::int64_t length,
                         const std::int32_t* chosen, int count);
     // The same for a prefill run's block mask (rows of `lengths.size()` queries).
@@ -77,7 +77,17 @@ private:
                         const std::vector<std::uint8_t>& mask,
                         const std::vector<std::int64_t>& lengths);
     void addAllPages(const KvCache& cache, const TokenInput& in);
-    void requirePages(int layer, const KvCache& cache);
+    // Brings m_pages in (async: KvResidency::requireAsync) and empties it.
+    void requirePages(int layer, const KvCache& cache, bool async = false);
+    // A sparse layer's attention over `items` independent (token or run, KV group) items:
+    // choose(begin, end) picks the blocks of items [begin, end), pages(item) adds the pool
+    // pages an item's choice reads to m_pages, attend(begin, end) attends. Without KV tiers all
+    // items choose, then all attend. With tiers the items go in waves, and the pages of wave w
+    // come in (KvResidency::requireAsync) while wave w + 1 chooses and wave w - 1 attends.
+    void chooseFetchAttend(int layer, const KvCache& cache, ThreadPool& pool, std::int64_t items,
+                           const std::function<void(std::int64_t, std::int64_t)>& choose,
+                           const std::function<void(std::int64_t)>& pages,
+                           const std::function<void(std::int64_t, std::int64_t)>& attend);
     // Copies the sparse layer's attention inputs and output of the batch into the trace.
     void traceAttention(std::size_t layer, std::int64_t tokens);
 
@@ -127,8 +137,8 @@ void MiniMaxM3::attention(std::size_t layerIndex, std::span<const TokenInput> ba
 }
 
 // Decode on a sparse layer: per (token, KV group), the group's index query chooses blocks and
-// the group's query heads attend to them. Choosing and attending are two passes so that KV
-// tiers can bring the chosen blocks in between (on this thread).
+// the group's query heads attend to them. Choosing and attending are separate passes so that
+// KV tiers can bring the chosen blocks in between (chooseFetchAttend).
 void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const KvCache& cache,
                              ThreadPool& pool, float* out, BlockTrace* traced) {
     const ModelConfig& c = m_config;
@@ -138,7 +148,7 @@ void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const Kv
     const float scale = 1.0f / std::sqrt(float(hd));
     m_chosen.resize(std::size_t(T * G * topK));
     m_chosenCount.resize(std::size_t(T * G));
-    pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
+    const auto choose = [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> blockScores;
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t t = item / G;
@@ -156,16 +166,13 @@ void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const Kv
                 kernels::selectTopBlocks(blockScores.data(), blocks, m_hyper.topK,
                                          m_hyper.localBlocks, m_chosen.data() + item * topK);
         }
-    });
-    if (cache.residency() != nullptr) {
-        for (std::int64_t item = 0; item < T * G; ++item) {
-            const TokenInput& in = batch[std::size_t(item / G)];
-            addChosenPages(cache, in, in.slot + 1, m_chosen.data() + item * topK,
-                           m_chosenCount[std::size_t(item)]);
-        }
-        requirePages(li, cache);
-    }
-    pool.parallelFor(T * G, 1, [&](std::int64_t begin, std::int64_t end) {
+    };
+    const auto pages = [&](std::int64_t item) {
+        const TokenInput& in = batch[std::size_t(item / G)];
+        addChosenPages(cache, in, in.slot + 1, m_chosen.data() + item * topK,
+                       m_chosenCount[std::size_t(item)]);
+    };
+    const auto attend = [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> work;
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t t = item / G;
@@ -179,7 +186,50 @@ void MiniMaxM3::decodeSparse(int li, std::span<const TokenInput> batch, const Kv
             if (traced != nullptr)
                 (*traced)[std::size_t(t)][std::size_t(g)].assign(chosen, chosen + count);
         }
-    });
+    };
+    chooseFetchAttend(li, cache, pool, T * G, choose, pages, attend);
+}
+
+void MiniMaxM3::chooseFetchAttend(int li, const KvCache& cache, ThreadPool& pool,
+                                  std::int64_t items,
+                                  const std::function<void(std::int64_t, std::int64_t)>& choose,
+                                  const std::function<void(std::int64_t)>& pages,
+                                  const std::function<void(std::int64_t, std::int64_t)>& attend) {
+    KvResidency* tiers = cache.residency();
+    if (tiers == nullptr) {
+        pool.parallelFor(items, 1, choose);
+        pool.parallelFor(items, 1, attend);
+        return;
+    }
+    // A wave keeps every thread busy, and there are at least two when there are two items (the
+    // copies of one overlap the other's work), at most about eight (each costs a wait).
+    const std::int64_t wave = std::min(std::max<std::int64_t>(pool.threads(), (items + 7) / 8),
+                                       std::max<std::int64_t>(1, (items + 1) / 2));
+    const auto inRange = [&pool](std::int64_t begin, std::int64_t end,
+                                 const std::function<void(std::int64_t, std::int64_t)>& fn) {
+        pool.parallelFor(end - begin, 1, [&](std::int64_t b, std::int64_t e) {
+            fn(begin + b, begin + e);
+        });
+    };
+    const auto fetch = [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t item = begin; item < end; ++item)
+            pages(item);
+        requirePages(li, cache, /*async=*/true);
+    };
+    inRange(0, std::min(wave, items), choose);
+    fetch(0, std::min(wave, items));
+    for (std::int64_t begin = 0; begin < items; begin += wave) {
+        const std::int64_t end = std::min(begin + wave, items);
+        if (end < items) {
+            const std::int64_t next = std::min(end + wave, items);
+            inRange(end, next, choose);  // while this wave's pages come in
+            fetch(end, next);            // waits for them, then starts the next wave's
+        } else {
+            Status arrived = tiers->awaitRequired();
+            if (m_tierStatus.isOk()) m_tierStatus = std::move(arrived);
+        }
+        inRange(begin, end, attend);  // while the next wave's pages come in
+    }
 }
 
 void MiniMaxM3::addChosenPages(const KvCache& cache, const TokenInput& in, std::int64_t length,
@@ -213,10 +263,11 @@ void MiniMaxM3::addAllPages(const KvCache& cache, const TokenInput& in) {
     m_pages.insert(m_pages.end(), table.begin(), table.begin() + pages);
 }
 
-void MiniMaxM3::requirePages(int li, const KvCache& cache) {
+void MiniMaxM3::requirePages(int li, const KvCache& cache, bool async) {
     std::sort(m_pages.begin(), m_pages.end());
     m_pages.erase(std::unique(m_pages.begin(), m_pages.end()), m_pages.end());
-    Status required = cache.residency()->require(li, m_pages);
+    KvResidency& tiers = *cache.residency();
+    Status required = async ? tiers.requireAsync(li, m_pages) : tiers.require(li, m_pages);
     if (m_tierStatus.isOk()) m_tierStatus = std::move(required);
     m_pages.clear();
 }
@@ -240,11 +291,11 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
     }
     starts.push_back(T);
     const std::int64_t runs = std::int64_t(starts.size()) - 1;
-    // Per (run, group): the block mask and the query lengths, made in a first pass so that KV
-    // tiers can bring the masked blocks in before the second pass attends.
+    // Per (run, group): the block mask and the query lengths, made before attending so that KV
+    // tiers can bring the masked blocks in between (chooseFetchAttend).
     std::vector<std::vector<std::uint8_t>> masks(std::size_t(runs * G));
     std::vector<std::vector<std::int64_t>> runLengths(std::size_t(runs * G));
-    pool.parallelFor(runs * G, 1, [&](std::int64_t begin, std::int64_t end) {
+    const auto choose = [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> blockScores;
         std::vector<std::int32_t> chosen(static_cast<std::size_t>(std::max(topK, 1)));
         for (std::int64_t item = begin; item < end; ++item) {
@@ -280,15 +331,12 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
                                                                      chosen.begin() + count);
             }
         }
-    });
-    if (cache.residency() != nullptr) {
-        for (std::int64_t item = 0; item < runs * G; ++item) {
-            addMaskedPages(cache, batch[std::size_t(starts[std::size_t(item / G)])],
-                           masks[std::size_t(item)], runLengths[std::size_t(item)]);
-        }
-        requirePages(li, cache);
-    }
-    pool.parallelFor(runs * G, 1, [&](std::int64_t begin, std::int64_t end) {
+    };
+    const auto pages = [&](std::int64_t item) {
+        addMaskedPages(cache, batch[std::size_t(starts[std::size_t(item / G)])],
+                       masks[std::size_t(item)], runLengths[std::size_t(item)]);
+    };
+    const auto attend = [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> work;
         for (std::int64_t item = begin; item < end; ++item) {
             const std::int64_t first = starts[std::size_t(item / G)];
@@ -304,7 +352,8 @@ void MiniMaxM3::prefillSparse(int li, std::span<const TokenInput> batch, const K
                                         mask.data(), blocks, S, out + first * H * hd, H * hd,
                                         work.data(), int(g * group), int((g + 1) * group));
         }
-    });
+    };
+    chooseFetchAttend(li, cache, pool, runs * G, choose, pages, attend);
 }
 
 void MiniMaxM3::reserve(std::int64_t T) {

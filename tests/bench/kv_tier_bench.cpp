@@ -2,9 +2,12 @@
 // heads, 4 KV heads of 128, indexer 4 x 128, selection blocks of 128 tokens, top-16, f16 K/V in
 // pages of 16; small hidden size and MoE, all layers sparse): greedy decoding at a long context
 // with the compute tier (the KV pool) holding 100%, 25% and 5% of the K/V, the rest in the host
-// tier (and with --disk, mostly on disk). Prints tokens/s, its ratio to the fully resident run,
-// and bytes moved between tiers per decoded token; tokens per second of CPU time (all threads)
-// too, with its ratio, which a busy machine disturbs less than wall time.
+// tier (and with --disk, mostly on disk); the paged rows twice, pages copied in place before
+// attention and copied on the transfer thread while the model computes ("overlap"). Prints
+// tokens/s, its ratio to the fully resident run, and bytes moved between tiers per decoded
+// token; tokens per second of CPU time (all threads) too, with its ratio, which a busy machine
+// disturbs less than wall time; with overlap, the share of pages copied before the model waited
+// for them and the time it waited per token.
 //
 //   iris_kv_tier_bench [CONTEXT=131072] [TOKENS=16] [THREADS=2] [LAYERS=2] [--disk] [--only P]
 //
@@ -52,6 +55,8 @@ struct Row {
     double bytesPerToken = 0;
     double fetchedPerToken = 0;  // units (one page of one layer) brought in
     double diskReadPerToken = 0;
+    double behindShare = 0;     // of the pages fetched, copied before the model waited for them
+    double waitMsPerToken = 0;  // waiting for (or doing) copies before attention
     std::int64_t residentBytes = 0;
     std::int64_t hostBytes = 0;
     std::int64_t diskBytes = 0;
@@ -104,7 +109,8 @@ struct Noise {
     }
 };
 
-// The context's K/V (into the pool, or straight into the tiers) and indexer keys.
+// The context's K/V (into the pool, then with tiers out of it into the host tier) and indexer
+// keys.
 void fillContext(KvCache& cache, KvTiers* tiers, SequenceId seq, std::int64_t length,
                  const Noise& noise) {
     const KvCacheOptions& o = cache.options();
@@ -117,11 +123,9 @@ void fillContext(KvCache& cache, KvTiers* tiers, SequenceId seq, std::int64_t le
             const std::uint64_t key = page * 64 + std::uint64_t(l);
             std::memcpy(unit.data(), noise.halves.data() + noise.offset(key, unit.size()),
                         unit.size() * 2);
-            if (tiers != nullptr) {
-                tiers->adopt(l, table[page], std::as_bytes(std::span(unit)));
-            } else {
-                pool->copyIn(l, table[page], reinterpret_cast<const std::byte*>(unit.data()));
-            }
+            // Written through the pool, as a prefill would; with tiers the unit then leaves it.
+            pool->copyIn(l, table[page], reinterpret_cast<const std::byte*>(unit.data()));
+            if (tiers != nullptr) tiers->adopt(l, table[page], std::as_bytes(std::span(unit)));
             for (std::int64_t p = std::int64_t(page) * kPage;
                  p < std::min<std::int64_t>(length, std::int64_t(page + 1) * kPage); ++p) {
                 std::memcpy(cache.indexKeySlot(l, seq, p),
@@ -134,8 +138,8 @@ void fillContext(KvCache& cache, KvTiers* tiers, SequenceId seq, std::int64_t le
 
 // Decodes cfg.tokens greedy tokens (after two unmeasured ones) at the end of a context of
 // cfg.context tokens, with the compute tier at `percent` of the K/V (100: no tiers).
-Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& noise,
-                const std::string& diskFolder) {
+Result<Row> run(Model& model, const Config& cfg, double percent, bool overlap,
+                const Noise& noise, const std::string& diskFolder) {
     constexpr int kWarmup = 2;
     const std::int64_t pages = cfg.context / kPage + 1;
     Result<KvCache> cache = KvCache::create(model.kvCacheOptions(pages, kPage,
@@ -152,6 +156,7 @@ Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& no
         t.hostBytes = cfg.disk ? kvBytes / 20 : kvBytes;
         t.diskBytes = cfg.disk ? kvBytes + (64 << 20) : 0;
         t.diskFolder = diskFolder;
+        t.overlap = overlap;
         Result<std::unique_ptr<KvTiers>> attached = KvTiers::attach(*cache, t, &pool);
         if (!attached) return attached.status();
         tiers = std::move(*attached);
@@ -191,6 +196,11 @@ Result<Row> run(Model& model, const Config& cfg, double percent, const Noise& no
         row.bytesPerToken = double(after.bytesMoved() - before.bytesMoved()) / cfg.tokens;
         row.fetchedPerToken = double(after.fetched - before.fetched) / cfg.tokens;
         row.diskReadPerToken = double(after.diskBytesRead - before.diskBytesRead) / cfg.tokens;
+        if (after.fetched > before.fetched) {
+            row.behindShare = double(after.fetchedBehind - before.fetchedBehind) /
+                              double(after.fetched - before.fetched);
+        }
+        row.waitMsPerToken = double(after.waitNanos - before.waitNanos) * 1e-6 / cfg.tokens;
         row.residentBytes = after.residentBytes;
         row.hostBytes = after.hostBytes;
         row.diskBytes = after.diskBytes;
@@ -229,24 +239,33 @@ int main(int argc, char** argv) {
     std::printf("context %lld tokens, %d sparse layers, %d threads, %d tokens decoded%s\n",
                 static_cast<long long>(cfg.context), cfg.layers, cfg.threads, cfg.tokens,
                 cfg.disk ? ", host tier 5% of the K/V, the rest on disk" : "");
-    std::printf("%9s %12s %10s %8s %10s %8s %14s %12s %14s %10s %10s\n", "resident",
-                "resident MB", "tokens/s", "ratio", "tok/CPU-s", "ratio", "moved KB/tok",
-                "fetched/tok", "disk KB/tok", "host MB", "disk MB");
+    std::printf("%9s %8s %12s %10s %8s %10s %8s %14s %12s %14s %8s %10s %10s %10s\n",
+                "resident", "copies", "resident MB", "tokens/s", "ratio", "tok/CPU-s", "ratio",
+                "moved KB/tok", "fetched/tok", "disk KB/tok", "behind", "wait ms/tok", "host MB",
+                "disk MB");
     double full = 0, fullCpu = 0;
-    for (const double percent : {100.0, 25.0, 5.0}) {
-        if (cfg.only > 0 && percent != cfg.only) continue;
-        Result<Row> row = run(**model, cfg, percent, noise, folder->path().string());
+    struct Budget {
+        double percent;
+        bool overlap;
+    };
+    for (const Budget b : {Budget{100, false}, Budget{25, false}, Budget{25, true},
+                           Budget{5, false}, Budget{5, true}}) {
+        if (cfg.only > 0 && b.percent != cfg.only) continue;
+        Result<Row> row = run(**model, cfg, b.percent, b.overlap, noise, folder->path().string());
         if (!row) return std::fprintf(stderr, "%s\n", row.status().message().c_str()), 1;
-        if (percent == 100.0) {
+        if (b.percent == 100.0) {
             full = row->tokensPerSecond;
             fullCpu = row->tokensPerCpuSecond;
         }
-        std::printf("%8.0f%% %12.1f %10.2f %8.2f %10.2f %8.2f %14.1f %12.1f %14.1f %10.1f %10.1f\n",
-                    percent, double(row->residentBytes) / (1 << 20), row->tokensPerSecond,
+        std::printf("%8.0f%% %8s %12.1f %10.2f %8.2f %10.2f %8.2f %14.1f %12.1f %14.1f %7.0f%% "
+                    "%10.1f %10.1f %10.1f\n",
+                    b.percent, b.percent == 100 ? "-" : b.overlap ? "overlap" : "in place",
+                    double(row->residentBytes) / (1 << 20), row->tokensPerSecond,
                     row->tokensPerSecond / full, row->tokensPerCpuSecond,
                     row->tokensPerCpuSecond / fullCpu, row->bytesPerToken / 1024,
-                    row->fetchedPerToken, row->diskReadPerToken / 1024,
-                    double(row->hostBytes) / (1 << 20), double(row->diskBytes) / (1 << 20));
+                    row->fetchedPerToken, row->diskReadPerToken / 1024, 100 * row->behindShare,
+                    row->waitMsPerToken, double(row->hostBytes) / (1 << 20),
+                    double(row->diskBytes) / (1 << 20));
         std::fflush(stdout);
     }
     return 0;

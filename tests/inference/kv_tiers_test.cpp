@@ -1,12 +1,16 @@
 // KV tiers on a bare KV cache: units spill to host memory and then to disk under their budgets,
 // come back with the bytes they left with, leave least recently required first, keep their
 // copies until written, and a disk that fails while spilling is reported once while everything
-// stays in memory. Each page's K/V is a known pattern, so every byte brought back is checked.
+// stays in memory; pages required ahead (requireAsync) come in on the transfer thread while the
+// caller works, whole once awaited. Each page's K/V is a known pattern, so every byte brought
+// back is checked.
 #include "inference/kv_tiers.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -270,6 +274,75 @@ TEST_F(KvTiersTest, FreedBlocksGiveTheirTierSpaceBack) {
     const KvTierStats s = m_tiers->stats();
     EXPECT_EQ(s.hostBytes, 0);
     EXPECT_EQ(s.residentBytes, 0);
+}
+
+// Blocks of `pages` of the current sequence.
+std::vector<std::int32_t> blocksOf(const KvCache& cache, SequenceId sequence,
+                                   std::initializer_list<std::int64_t> pages) {
+    std::vector<std::int32_t> blocks;
+    for (std::int64_t p : pages)
+        blocks.push_back(cache.blockTable(sequence)[std::size_t(p)]);
+    return blocks;
+}
+
+TEST_F(KvTiersTest, PagesRequiredAheadComeInWhileTheCallerWorksAndAreWholeOnceAwaited) {
+    using namespace std::chrono_literals;
+    attach({.computeBytes = 4 * kUnit, .hostBytes = 64 * kUnit, .copyDelay = 100ms});
+    fill(8);
+    read(1, {0, 1, 2, 3});  // pages 4-7 of layer 1 leave
+    m_tiers->beginForward();
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::int32_t> blocks = blocksOf(*m_cache, m_sequence, {4, 5, 6, 7});
+    ASSERT_TRUE(m_tiers->requireAsync(1, blocks).isOk());
+    // Four copies of 100 ms each, none of them done by the caller.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);
+    std::this_thread::sleep_for(1s);  // the caller's work; the transfer thread copies meanwhile
+    const Status arrived = m_tiers->awaitRequired();
+    ASSERT_TRUE(arrived.isOk()) << arrived.message();
+    for (std::int64_t p = 4; p < 8; ++p)
+        expectIntact(1, p);
+    const KvTierStats s = m_tiers->stats();
+    EXPECT_EQ(s.fetched, 4);
+    EXPECT_GE(s.fetchedBehind, 1);
+    EXPECT_LE(s.fetchedBehind, 4);
+    EXPECT_LE(s.residentBytes, 4 * kUnit);  // trimmed once awaited: pages 0-3 left
+}
+
+TEST_F(KvTiersTest, WavesOfOneLayerAllStayUntilTheLayerIsAwaited) {
+    attach({.computeBytes = 2 * kUnit, .hostBytes = 64 * kUnit});
+    fill(6);
+    read(2, {0});  // every unit of layer 1 leaves
+    m_tiers->beginForward();
+    ASSERT_TRUE(m_tiers->requireAsync(1, blocksOf(*m_cache, m_sequence, {0, 1})).isOk());
+    ASSERT_TRUE(m_tiers->requireAsync(1, blocksOf(*m_cache, m_sequence, {2, 3})).isOk());
+    ASSERT_TRUE(m_tiers->requireAsync(1, blocksOf(*m_cache, m_sequence, {4, 5})).isOk());
+    ASSERT_TRUE(m_tiers->awaitRequired().isOk());
+    for (std::int64_t p = 0; p < 6; ++p)  // the layer's attention reads them all at once
+        expectIntact(1, p);
+    EXPECT_EQ(m_tiers->stats().overBudget, 1);
+    read(2, {1});  // the next pass: layer 1 makes room
+    EXPECT_LE(m_tiers->stats().residentBytes, 2 * kUnit);
+    expectIntact(2, 1);
+}
+
+TEST_F(KvTiersTest, AReadThatFailsInFlightIsReportedWhenAwaited) {
+    testing::ScratchDir dir("iris-kv-tiers");
+    const std::string file = (dir.path() / "spill").string();
+    attach({.computeBytes = 1 * kUnit,
+            .hostBytes = 1 * kUnit,
+            .diskBytes = 64 * kUnit,
+            .diskFile = file});
+    fill(4);
+    read(2, {0});  // layer 1's units go to host memory and from there to disk
+    ASSERT_GT(m_tiers->stats().diskBytes, 0);
+    std::filesystem::resize_file(file, 0);  // what was on disk is gone
+    m_tiers->beginForward();
+    const Status planned = m_tiers->requireAsync(1, blocksOf(*m_cache, m_sequence, {0, 1, 2}));
+    const Status arrived = planned.isOk() ? m_tiers->awaitRequired() : planned;
+    ASSERT_FALSE(arrived.isOk());
+    EXPECT_EQ(arrived.code(), StatusCode::IoError);
+    EXPECT_NE(arrived.message().find(file), std::string::npos) << arrived.message();
+    EXPECT_NE(arrived.message().find("short read"), std::string::npos) << arrived.message();
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ Result<KvCache> KvCache::create(const KvCacheOptions& options) {
     cache.m_freeList.reserve(std::size_t(options.blocks));
     for (std::int64_t b = options.blocks - 1; b >= 0; --b)
         cache.m_freeList.push_back(std::int32_t(b));
+    cache.setResidency(nullptr);  // every layer in the pool
     return cache;
 }
 
@@ -94,11 +95,31 @@ std::byte* KvCache::layerBase(int layer, bool value) {
     return m_storage.data() + (2 * std::int64_t(layer) + (value ? 1 : 0)) * layerBytes;
 }
 
+void KvCache::setResidency(KvResidency* residency) {
+    m_residency = residency;
+    m_placement.resize(std::size_t(m_options.layers));
+    for (int layer = 0; layer < m_options.layers; ++layer) {
+        KvPlacement& p = m_placement[std::size_t(layer)];
+        p = residency != nullptr ? residency->placement(layer) : KvPlacement{};
+        if (p.keys == nullptr) p = {layerBase(layer, false), layerBase(layer, true), nullptr};
+    }
+}
+
+std::byte* KvCache::part(int layer, bool value, std::int32_t block) const {
+    const KvPlacement& p = m_placement[std::size_t(layer)];
+    const std::int64_t page = p.slotOf != nullptr ? p.slotOf[block] : block;
+    assert(page != kAbsentSlot || p.slotOf == nullptr);  // resident (tiers) or in the pool
+    return (value ? p.values : p.keys) + page * blockBytes();
+}
+
 const void* KvCache::keys(int layer) const {
-    return const_cast<KvCache*>(this)->layerBase(layer, false);
+    return m_placement[std::size_t(layer)].keys;
 }
 const void* KvCache::values(int layer) const {
-    return const_cast<KvCache*>(this)->layerBase(layer, true);
+    return m_placement[std::size_t(layer)].values;
+}
+const std::int32_t* KvCache::slotTable(int layer) const {
+    return m_placement[std::size_t(layer)].slotOf;
 }
 
 SequenceId KvCache::newSequence() {
@@ -260,9 +281,11 @@ static void forEachBlockPart(KvCache& cache, std::int32_t block, std::int64_t kv
                              std::int64_t indexBytes, Visit visit) {
     const KvCacheOptions& o = cache.options();
     for (int layer = 0; layer < o.layers; ++layer) {
-        visit(static_cast<std::byte*>(const_cast<void*>(cache.keys(layer))) + block * kvBytes,
+        const std::int32_t* slotOf = cache.slotTable(layer);
+        const std::int64_t page = slotOf != nullptr ? slotOf[block] : block;
+        visit(static_cast<std::byte*>(const_cast<void*>(cache.keys(layer))) + page * kvBytes,
               kvBytes);
-        visit(static_cast<std::byte*>(const_cast<void*>(cache.values(layer))) + block * kvBytes,
+        visit(static_cast<std::byte*>(const_cast<void*>(cache.values(layer))) + page * kvBytes,
               kvBytes);
     }
     for (int layer = o.indexerFirstLayer; o.indexerDim > 0 && layer < o.layers; ++layer) {
@@ -302,8 +325,7 @@ void KvCache::makePrivate(Sequence& sequence, std::size_t index) {
     if (m_mirror != nullptr) m_mirror->copyBlock(shared, copy);
     for (int layer = 0; m_mirror == nullptr && layer < m_options.layers; ++layer) {
         for (bool value : {false, true}) {
-            std::byte* base = layerBase(layer, value);
-            std::memcpy(base + copy * blockBytes(), base + shared * blockBytes(),
+            std::memcpy(part(layer, value, copy), part(layer, value, shared),
                         std::size_t(blockBytes()));
         }
         if (m_options.indexerDim > 0 && layer >= m_options.indexerFirstLayer) {
@@ -323,7 +345,7 @@ void* KvCache::slot(int layer, bool value, SequenceId sequence, std::int64_t pos
     assert(m_refCount[std::size_t(s.blocks[index])] == 1 &&
            "only positions extend() made room for are written");
     const std::int64_t row = position % m_options.blockSize;
-    return layerBase(layer, value) + s.blocks[index] * blockBytes() +
+    return part(layer, value, s.blocks[index]) +
            row * m_options.kvHeads * m_options.headDim * elementBytes();
 }
 

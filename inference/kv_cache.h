@@ -37,12 +37,26 @@ namespace iris::inference {
 
 using SequenceId = std::int32_t;
 
+// Where a layer's K/V blocks are stored: block b's K at keys + page * (one block of K), V
+// likewise, with page = slotOf ? slotOf[b] : b. Without KV tiers a layer is stored in the pool
+// (slotOf null); with them a paged layer's blocks live in the slots of the tiers' arena, and
+// every block that is not resident maps to kAbsentSlot, which reads as NaN.
+struct KvPlacement {
+    std::byte* keys = nullptr;
+    std::byte* values = nullptr;
+    const std::int32_t* slotOf = nullptr;
+};
+inline constexpr std::int32_t kAbsentSlot = 0;
+
 // Hooks for KV tiers (inference/kv_tiers.h), which move the K/V of the sparse-attention layers
-// out of the pool and back. `block` is a pool block; `layer` a layer >= indexerFirstLayer.
+// out of the compute tier and back. `block` is a pool block; `layer` a layer >= indexerFirstLayer.
 // Without tiers attached (the default) every block is always in the pool.
 class KvResidency {
 public:
     virtual ~KvResidency() = default;
+    // Where `layer` is stored (asked once per layer when the tiers are attached; the pointers
+    // stay valid while they are); {} for a layer kept in the pool.
+    virtual KvPlacement placement(int layer) = 0;
     // A forward pass starts: what it requires or writes stays until the next one.
     virtual void beginForward() = 0;
     // Attention of `layer` is about to read these blocks (IoError when one cannot be read back).
@@ -128,8 +142,9 @@ public:
     std::span<const std::int32_t> blockTable(SequenceId sequence) const;
 
     // KV tiers (not owned; nullptr = none). Attach before the first sequence; the cache must not
-    // move while they are attached (they keep a reference to it).
-    void setResidency(KvResidency* residency) { m_residency = residency; }
+    // move while they are attached (they keep a reference to it). Detaching loses what the
+    // tiers held.
+    void setResidency(KvResidency* residency);
     KvResidency* residency() const { return m_residency; }
     // The pool's mirror (not owned; nullptr = none): it must outlive every later call.
     void setMirror(KvPoolMirror* mirror) { m_mirror = mirror; }
@@ -159,10 +174,12 @@ public:
     void* keySlot(int layer, SequenceId sequence, std::int64_t position);
     void* valueSlot(int layer, SequenceId sequence, std::int64_t position);
 
-    // Base of a layer's K or V pool, for attention: block b row r at
-    // base + ((b * blockSize + r) * kvHeads * headDim) elements.
+    // Where a layer's K or V is stored, for attention: block b row r at
+    // base + ((page * blockSize + r) * kvHeads * headDim) elements, page = slotTable(layer)[b], or b
+    // when slotTable(layer) is null (KvPlacement).
     const void* keys(int layer) const;
     const void* values(int layer) const;
+    const std::int32_t* slotTable(int layer) const;
 
     // The indexer key of token `position` (indexerDim floats); layer >= indexerFirstLayer. Same
     // rules as keySlot().
@@ -181,7 +198,9 @@ private:
     std::int64_t elementBytes() const;
     std::int64_t blockBytes() const;       // one block of K (or V) of one layer
     std::int64_t indexBlockBytes() const;  // one block of indexer keys of one layer
-    std::byte* layerBase(int layer, bool value);
+    std::byte* layerBase(int layer, bool value);  // the layer in the pool
+    // Where K (or V) of `block` of `layer` is stored now (KvPlacement).
+    std::byte* part(int layer, bool value, std::int32_t block) const;
     std::byte* indexBase(int layer);
     std::int32_t takeBlock();
     void dropBlock(std::int32_t block);
@@ -214,6 +233,7 @@ private:
     std::uint64_t m_clock = 0;
     std::int64_t m_evictions = 0;
     KvResidency* m_residency = nullptr;
+    std::vector<KvPlacement> m_placement;  // per layer: the pool, or the tiers' arena
     KvPoolMirror* m_mirror = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cerrno>
@@ -14,26 +15,39 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <queue>
 #include <thread>
 
 namespace iris::inference {
 
-// ---- the CPU pool as the compute tier ----
+// ---- the CPU compute tier: an arena of slots ----
 
 namespace {
 
-class PoolComputeTier final : public ComputeTier {
+class SlotComputeTier final : public ComputeTier {
 public:
-    explicit PoolComputeTier(KvCache& cache) : m_cache(cache) {
-        const KvCacheOptions& o = cache.options();
-        m_partBytes = std::int64_t(o.blockSize) * o.kvHeads * o.headDim *
-                      (o.type == kernels::TensorType::F16 ? 2 : 4);
+    SlotComputeTier(const KvCacheOptions& o, std::int64_t keepSlots, ReservedMemory keys,
+                    ReservedMemory values, std::int64_t partBytes)
+        : m_firstLayer(o.indexerFirstLayer),
+          m_blocks(o.blocks),
+          m_partBytes(partBytes),
+          m_keep(keepSlots),
+          m_keys(std::move(keys)),
+          m_values(std::move(values)),
+          m_slotOf(std::size_t((o.layers - o.indexerFirstLayer) * o.blocks), kAbsentSlot) {
+        // What every block that is not resident reads as.
+        std::memset(m_keys.data(), 0xFF, std::size_t(m_partBytes));
+        std::memset(m_values.data(), 0xFF, std::size_t(m_partBytes));
     }
+
     std::int64_t partBytes() const override { return m_partBytes; }
+    KvPlacement placement(int layer) override {
+        return {m_keys.data(), m_values.data(), m_slotOf.data() + unit(layer, 0)};
+    }
     std::pair<std::byte*, std::byte*> parts(int layer, std::int32_t block) override {
-        auto* k = static_cast<std::byte*>(const_cast<void*>(m_cache.keys(layer)));
-        auto* v = static_cast<std::byte*>(const_cast<void*>(m_cache.values(layer)));
-        return {k + block * m_partBytes, v + block * m_partBytes};
+        const std::int64_t slot = m_slotOf[unit(layer, block)];
+        assert(slot != kAbsentSlot && "a resident unit");
+        return {m_keys.data() + slot * m_partBytes, m_values.data() + slot * m_partBytes};
     }
     void copyOut(int layer, std::int32_t block, std::byte* to) override {
         const auto [k, v] = parts(layer, block);
@@ -45,35 +59,75 @@ public:
         std::memcpy(k, from, std::size_t(m_partBytes));
         std::memcpy(v, from + m_partBytes, std::size_t(m_partBytes));
     }
+    void acquire(int layer, std::int32_t block) override {
+        std::int32_t& slot = m_slotOf[unit(layer, block)];
+        assert(slot == kAbsentSlot);
+        if (m_free.empty()) {
+            slot = m_fresh++;
+        } else {
+            slot = m_free.top();
+            m_free.pop();
+        }
+        if (slot > m_keep) ++m_inUseAboveKeep;
+    }
     void release(int layer, std::int32_t block, bool poison) override {
+        std::int32_t& slot = m_slotOf[unit(layer, block)];
+        assert(slot != kAbsentSlot);
         const auto [k, v] = parts(layer, block);
         for (std::byte* part : {k, v}) {
             if (poison) {
                 std::memset(part, 0xFF, std::size_t(m_partBytes));
-            } else {
+            } else if (slot > m_keep) {
                 giveBack(part);
             }
         }
+        if (slot > m_keep) --m_inUseAboveKeep;
+        m_free.push(slot);
+        slot = kAbsentSlot;
+    }
+    std::int64_t bytesInUse() const override {
+        const std::int64_t kept = std::min<std::int64_t>(m_fresh - 1, m_keep);
+        return (1 + kept + m_inUseAboveKeep) * 2 * m_partBytes;
     }
 
 private:
-    // The whole OS pages inside the part go back to the kernel (read as zeros until written);
-    // a part smaller than a page keeps its memory, and only the budget's bookkeeping moves.
+    std::size_t unit(int layer, std::int32_t block) const {
+        return std::size_t((layer - m_firstLayer) * m_blocks + block);
+    }
+    // The whole OS pages inside the part go back to the kernel (a part smaller than a page
+    // keeps its memory).
     void giveBack(std::byte* part) const {
         static const std::uintptr_t page = std::uintptr_t(::sysconf(_SC_PAGESIZE));
         const std::uintptr_t begin = (std::uintptr_t(part) + page - 1) / page * page;
         const std::uintptr_t end = (std::uintptr_t(part) + std::uintptr_t(m_partBytes)) / page * page;
-        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_FREE);
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
     }
 
-    KvCache& m_cache;
-    std::int64_t m_partBytes = 0;
+    int m_firstLayer;
+    std::int64_t m_blocks;
+    std::int64_t m_partBytes;
+    std::int64_t m_keep;  // slots 1..m_keep keep their memory when freed
+    ReservedMemory m_keys, m_values;  // slot s: K (V) part at s * m_partBytes
+    std::vector<std::int32_t> m_slotOf;  // per unit
+    // Freed slots, lowest first, so that the slots in use stay at the bottom of the arena.
+    std::priority_queue<std::int32_t, std::vector<std::int32_t>, std::greater<>> m_free;
+    std::int32_t m_fresh = 1;  // slots from here up were never used
+    std::int64_t m_inUseAboveKeep = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<ComputeTier> poolComputeTier(KvCache& cache) {
-    return std::make_unique<PoolComputeTier>(cache);
+Result<std::unique_ptr<ComputeTier>> slotComputeTier(const KvCacheOptions& o,
+                                                     std::int64_t keepSlots) {
+    const std::int64_t partBytes = std::int64_t(o.blockSize) * o.kvHeads * o.headDim *
+                                   (o.type == kernels::TensorType::F16 ? 2 : 4);
+    const std::int64_t slotCount = 1 + (o.layers - o.indexerFirstLayer) * o.blocks;
+    Result<ReservedMemory> keys = ReservedMemory::reserve(slotCount * partBytes);
+    if (!keys) return Status::outOfRange("KV tiers: compute tier: " + keys.status().message());
+    Result<ReservedMemory> values = ReservedMemory::reserve(slotCount * partBytes);
+    if (!values) return Status::outOfRange("KV tiers: compute tier: " + values.status().message());
+    return std::unique_ptr<ComputeTier>(
+        new SlotComputeTier(o, keepSlots, std::move(*keys), std::move(*values), partBytes));
 }
 
 // ---- the disk tier: fixed slots in one file, 4 KiB aligned ----
@@ -255,7 +309,12 @@ Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOpt
     if (options.computeBytes < 0 || options.hostBytes < 0 || options.diskBytes < 0) {
         return Status::invalidArgument("KV tiers: budgets must not be negative");
     }
-    std::unique_ptr<KvTiers> tiers(new KvTiers(cache, options, poolComputeTier(cache)));
+    const std::int64_t unitBytes = 2 * std::int64_t(o.blockSize) * o.kvHeads * o.headDim *
+                                   (o.type == kernels::TensorType::F16 ? 2 : 4);
+    Result<std::unique_ptr<ComputeTier>> compute =
+        slotComputeTier(o, options.computeBytes / unitBytes);
+    if (!compute) return compute.status();
+    std::unique_ptr<KvTiers> tiers(new KvTiers(cache, options, std::move(*compute)));
     if (options.diskBytes > 0) {
         if (options.diskFolder.empty() && options.diskFile.empty()) {
             return Status::invalidArgument("KV tiers: a disk budget needs a folder for its file");
@@ -283,6 +342,10 @@ KvTiers::KvTiers(KvCache& cache, const KvTierOptions& options,
 KvTiers::~KvTiers() {
     settle();  // no copy may outlive the tiers
     if (m_cache.residency() == this) m_cache.setResidency(nullptr);
+}
+
+KvPlacement KvTiers::placement(int layer) {
+    return layer >= m_firstLayer ? m_compute->placement(layer) : KvPlacement{};
 }
 
 std::size_t KvTiers::unitIndex(int layer, std::int32_t block) const {
@@ -344,10 +407,22 @@ Status KvTiers::plan(int layer, std::span<const std::int32_t> blocks) {
     }
     IRIS_RETURN_IF_ERROR(takeFailure());
     m_transfers.clear();
+    // Those in already are marked first, so that making room for the others keeps them.
+    std::int64_t missing = 0;
     for (const std::int32_t block : blocks) {
         const std::size_t unit = unitIndex(layer, block);
         ++m_stats.required;
-        if (!m_units[unit].resident) planBringIn(unit);
+        if (m_units[unit].resident) {
+            touch(unit, requiredTick());
+        } else {
+            ++missing;
+        }
+    }
+    makeRoom(layer, missing);
+    for (const std::int32_t block : blocks) {
+        const std::size_t unit = unitIndex(layer, block);
+        if (m_units[unit].resident) continue;
+        planBringIn(unit);
         touch(unit, requiredTick());
     }
     m_awaitedLayer = layer;
@@ -412,6 +487,7 @@ void KvTiers::forget(std::int32_t block, bool inUse) {
             ++m_resident;
             u.used = 0;
             m_residentOrder.emplace(0, std::uint32_t(unit));
+            m_compute->acquire(layer, block);
         } else if (!inUse && u.resident) {
             m_residentOrder.erase({u.used, std::uint32_t(unit)});
             u.resident = false;
@@ -465,6 +541,7 @@ void KvTiers::planBringIn(std::size_t unit) {
     ++m_resident;
     u.used = 0;
     m_residentOrder.emplace(0, std::uint32_t(unit));
+    m_compute->acquire(layerOf(unit), blockOf(unit));
 }
 
 Status KvTiers::copyIn(const Transfer& t) {
@@ -500,7 +577,12 @@ Status KvTiers::runTransfers() {
 
 void KvTiers::trim(int activeLayer) {
     settle();
-    const std::int64_t budget = m_options.computeBytes / m_unitBytes;
+    makeRoom(activeLayer, 0);
+    if (m_resident > m_options.computeBytes / m_unitBytes) ++m_stats.overBudget;
+}
+
+void KvTiers::makeRoom(int activeLayer, std::int64_t room) {
+    const std::int64_t budget = m_options.computeBytes / m_unitBytes - room;
     const std::uint64_t now = requiredTick();
     // Units last required before this forward pass go first, least recently required first.
     while (m_resident > budget && !m_residentOrder.empty() && m_residentOrder.begin()->first < now)
@@ -520,7 +602,6 @@ void KvTiers::trim(int activeLayer) {
             evict(unit);
         }
     }
-    if (m_resident > budget) ++m_stats.overBudget;
 }
 
 // Out of the compute tier: copied to the host tier unless a copy exists already.
@@ -614,6 +695,7 @@ void KvTiers::noteDiskFailure(const std::string& what) {
 KvTierStats KvTiers::stats() const {
     KvTierStats s = m_stats;
     s.residentBytes = m_resident * m_unitBytes;
+    s.computeTierBytes = m_compute->bytesInUse();
     s.hostBytes = (std::int64_t(m_hostSlots.size()) - std::int64_t(m_freeHostSlots.size())) *
                   m_unitBytes;
     s.diskBytes = m_disk != nullptr ? m_disk->usedBytes() : 0;

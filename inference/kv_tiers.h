@@ -1,13 +1,19 @@
 #pragma once
 // KV cache tiers for MiniMax-M3's sparse attention: the K/V of the sparse layers live in a
-// compute tier (the CPU engine's KV pool; device memory for a GPU backend) under a byte budget,
-// spill to a host-memory tier under its own budget, and from there to a disk tier (one unlinked
-// spill file). The indexer keys and the dense layers' K/V are never paged: a decode step scores
+// compute tier (on the CPU an arena of slots, device memory for a GPU backend) under a byte
+// budget, spill to a host-memory tier under its own budget, and from there to a disk tier (one
+// unlinked spill file). The indexer keys and the dense layers' K/V are never paged: a decode step scores
 // every block from resident indexer keys, and only the K/V blocks its top-k selection names
 // are brought in (require()).
 //
 // The unit moved is one pool page (KV block) of one paged layer: its K rows then its V rows.
-// The compute tier holds the least recently required units that fit its budget; a unit that
+// While a unit is resident it has a slot of the arena, and attention finds it through the
+// layer's block-to-slot table (KvPlacement); the pool's own memory for those layers is never
+// touched. A unit that comes in takes the lowest free slot, after the least recently required
+// units left to make room, so the arena's memory is reused from unit to unit: giving pool pages
+// back to the kernel and faulting them in again (TLB shootdowns, a fault per 4 KiB) cost more
+// than the copies did. The compute tier holds the least recently required units that fit its
+// budget; a unit that
 // leaves it keeps a copy in the host or disk tier, and a unit brought back keeps that copy, so
 // evicting it again moves nothing until it is written again (KvCache::extend() marks a page
 // written). Host copies go to disk least recently used first.
@@ -16,8 +22,8 @@
 // hands the copies to a transfer thread, and awaitRequired() (or any later call) waits for
 // them, copying what the thread has not started yet itself. MiniMax-M3 asks for a layer's
 // pages in waves of (token, KV group) items, so the copies of one wave overlap the indexer
-// scoring the next and the attention of the one before. Evictions (trim) happen only while no
-// copy is in flight, so a host slot is never reused under a copy that reads it.
+// scoring the next and the attention of the one before. Evictions happen only while no copy
+// is in flight, so a host slot is never reused under a copy that reads it.
 //
 // KvTiers implements KvCache's residency hooks (kv_cache.h); the memory operations on the
 // compute tier are behind ComputeTier, so a device pool can reuse the policy. Not thread-safe:
@@ -51,8 +57,9 @@ struct KvTierOptions {
     // or `diskFile`, a file to use as it is (tests: /dev/full). One of them when diskBytes > 0.
     std::string diskFolder{};
     std::string diskFile{};
-    // Tests: fill a unit that leaves the compute tier with NaN (all bits set) instead of giving
-    // its pages back, so that attention over a unit that is not resident cannot go unnoticed.
+    // Tests: fill the slot of a unit that leaves the compute tier with NaN (all bits set), so
+    // that attention reading a slot before the copy into it is done cannot go unnoticed. (A
+    // block that is not resident reads as NaN anyway: kAbsentSlot.)
     bool poisonEvicted = false;
     // Copy pages in on a transfer thread while the model computes (requireAsync); false: every
     // copy is done before requireAsync returns, on the compute threads (as require()).
@@ -74,6 +81,7 @@ struct KvTierStats {
     std::int64_t diskBytesRead = 0;     // disk tier -> compute tier
     std::int64_t diskWriteFailures = 0;
     std::int64_t residentBytes = 0;  // paged K/V in the compute tier now
+    std::int64_t computeTierBytes = 0;  // memory the compute tier's slots hold now
     std::int64_t hostBytes = 0;      // host tier in use now
     std::int64_t diskBytes = 0;      // disk tier in use now
     std::int64_t overBudget = 0;     // evictions that found only units the current step needs
@@ -83,25 +91,35 @@ struct KvTierStats {
     std::int64_t bytesMoved() const { return bytesIn + bytesOut + diskBytesWritten; }
 };
 
-// The compute tier's memory: where a unit (paged layer `layer`, pool block `block`) is, and
-// giving its memory back. The CPU pool's version is poolComputeTier(); a device pool would copy
-// through pinned host memory instead.
+// The compute tier's memory: where a unit (paged layer `layer`, pool block `block`) is while it
+// is resident. The CPU version is slotComputeTier(); a device tier would copy through pinned
+// host memory instead.
 class ComputeTier {
 public:
     virtual ~ComputeTier() = default;
     // Bytes of one unit: K part then V part, partBytes() each.
     virtual std::int64_t partBytes() const = 0;
+    // Where a paged layer's units are (KvCache asks once per layer).
+    virtual KvPlacement placement(int layer) = 0;
+    // The unit comes in: it gets room (its contents come by copyIn or by writes).
+    virtual void acquire(int layer, std::int32_t block) = 0;
     // Copies the unit out to `to` (2 * partBytes()).
     virtual void copyOut(int layer, std::int32_t block, std::byte* to) = 0;
     virtual void copyIn(int layer, std::int32_t block, const std::byte* from) = 0;
     // The unit's two parts in the tier, for reads from disk straight into them.
     virtual std::pair<std::byte*, std::byte*> parts(int layer, std::int32_t block) = 0;
-    // The unit's contents are no longer needed: give its memory back (or poison it).
+    // The unit leaves: its room is free for another (poisoned first when asked).
     virtual void release(int layer, std::int32_t block, bool poison) = 0;
+    // Memory the tier holds now.
+    virtual std::int64_t bytesInUse() const = 0;
 };
 
-// The KV pool of the CPU engine as the compute tier.
-std::unique_ptr<ComputeTier> poolComputeTier(KvCache& cache);
+// The CPU engine's compute tier for the paged layers of `options`: an arena with a slot for
+// every unit (reserved address space) of which the lowest free slot is taken first; the first
+// `keepSlots` keep their memory when freed, slots above them (units past the budget) give it
+// back. OutOfRange when the address space is refused.
+Result<std::unique_ptr<ComputeTier>> slotComputeTier(const KvCacheOptions& options,
+                                                     std::int64_t keepSlots);
 
 class KvSpillFile;
 class KvTransferThread;
@@ -118,6 +136,7 @@ public:
     ~KvTiers() override;
 
     // ---- KvResidency (called by the model and by KvCache) ----
+    KvPlacement placement(int layer) override;
     void beginForward() override;
     Status require(int layer, std::span<const std::int32_t> blocks) override;
     Status requireAsync(int layer, std::span<const std::int32_t> blocks) override;
@@ -167,6 +186,8 @@ private:
     // settle(), then trims for the layer requireAsync() brought in.
     void finishRequired();
     Status takeFailure();
+    // Evicts as trim() does until `room` more units fit the budget (no count of overBudget).
+    void makeRoom(int activeLayer, std::int64_t room);
     void evict(std::size_t unit);
     void dropCopies(std::size_t unit);
     std::int32_t takeHostSlot();

@@ -10,8 +10,11 @@
 namespace iris::kernels {
 
 // One layer's K and V pools and one sequence's block table.
-//   token t of the sequence: block blockTable[t / blockSize], row t % blockSize; its K for kv head
-//   g starts at keys + ((block * blockSize + row) * kvHeads + g) * headDim elements (V likewise).
+//   token t of the sequence: block blockTable[t / blockSize], row t % blockSize, stored at
+//   page = slotOf ? slotOf[block] : block; its K for kv head g starts at
+//   keys + ((page * blockSize + row) * kvHeads + g) * headDim elements (V likewise).
+// `slotOf` is the second level of KV tiers (inference/kv_tiers.h): the pool's blocks of a paged
+// layer live in the slots of a smaller arena, and keys/values are the arena's.
 struct PagedKv {
     const void* keys = nullptr;
     const void* values = nullptr;
@@ -20,6 +23,13 @@ struct PagedKv {
     int kvHeads = 0;
     int headDim = 0;
     TensorType type = TensorType::F16;  // F16 or F32
+    const std::int32_t* slotOf = nullptr;
+
+    // Where token t's block is stored (the `page` above).
+    std::int64_t page(std::int64_t t) const {
+        const std::int32_t block = blockTable[t / blockSize];
+        return slotOf != nullptr ? slotOf[block] : block;
+    }
 };
 
 // One query row of attendRows: `q` (headDim floats) attends to the first `length` tokens of the

@@ -97,7 +97,8 @@ kernels::PagedKv pagedKv(const KvCache& cache, int layer, SequenceId sequence) {
                             o.blockSize,
                             int(o.kvHeads),
                             int(o.headDim),
-                            o.type};
+                            o.type,
+                            cache.slotTable(layer)};
 }
 
 void attendDense(int layer, std::span<const TokenInput> batch, const float* q, int heads,

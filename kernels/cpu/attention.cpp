@@ -28,7 +28,7 @@ void attendRowsPlain(const AttentionRow* rows, int count, const PagedKv& kv, int
     const auto* keys = static_cast<const T*>(kv.keys);
     const auto* values = static_cast<const T*>(kv.values);
     const auto row = [&](std::int64_t t) {
-        const std::int64_t block = kv.blockTable[t / kv.blockSize];
+        const std::int64_t block = kv.page(t);
         return ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * kv.headDim;
     };
     for (int r = 0; r < count; ++r) {

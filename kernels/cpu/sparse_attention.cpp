@@ -35,7 +35,7 @@ void attendBlocksTyped(const float* q, int heads, const PagedKv& kv, std::int64_
     const auto* keys = static_cast<const T*>(kv.keys);
     const auto* values = static_cast<const T*>(kv.values);
     const auto row = [&](std::int64_t t) {
-        const std::int64_t page = kv.blockTable[t / kv.blockSize];
+        const std::int64_t page = kv.page(t);
         return ((page * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * kv.headDim;
     };
     for (int h = headBegin; h < headEnd; ++h) {
@@ -88,7 +88,7 @@ void attendMaskedTyped(const float* q, std::ptrdiff_t qStride, int n, const std:
     const auto* keys = static_cast<const T*>(kv.keys);
     const auto* values = static_cast<const T*>(kv.values);
     const auto row = [&](std::int64_t t) {
-        const std::int64_t page = kv.blockTable[t / kv.blockSize];
+        const std::int64_t page = kv.page(t);
         return ((page * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
     };
     float* state = scratch;  // per (query, head): running max, running sum, d accumulators

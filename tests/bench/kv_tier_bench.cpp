@@ -109,25 +109,31 @@ struct Noise {
     }
 };
 
-// The context's K/V (into the pool, then with tiers out of it into the host tier) and indexer
+// The context's K/V (written into the cache, then with tiers moved out to the host tier) and indexer
 // keys.
 void fillContext(KvCache& cache, KvTiers* tiers, SequenceId seq, std::int64_t length,
                  const Noise& noise) {
     const KvCacheOptions& o = cache.options();
     const std::size_t part = std::size_t(kPage) * std::size_t(o.kvHeads * o.headDim);
+    const std::size_t row = std::size_t(o.kvHeads * o.headDim);
     std::vector<std::uint16_t> unit(2 * part);
-    const std::unique_ptr<ComputeTier> pool = poolComputeTier(cache);
     const std::span<const std::int32_t> table = cache.blockTable(seq);
     for (std::size_t page = 0; page < table.size(); ++page) {
         for (int l = o.indexerFirstLayer; l < o.layers; ++l) {
             const std::uint64_t key = page * 64 + std::uint64_t(l);
             std::memcpy(unit.data(), noise.halves.data() + noise.offset(key, unit.size()),
                         unit.size() * 2);
-            // Written through the pool, as a prefill would; with tiers the unit then leaves it.
-            pool->copyIn(l, table[page], reinterpret_cast<const std::byte*>(unit.data()));
+            // Written row by row, as a prefill would; with tiers the unit then leaves the
+            // compute tier for the host tier.
+            const std::int64_t first = std::int64_t(page) * kPage,
+                               end = std::min<std::int64_t>(length, first + kPage);
+            for (std::int64_t p = first; p < end; ++p) {
+                const std::size_t r = std::size_t(p - first) * row;
+                std::memcpy(cache.keySlot(l, seq, p), unit.data() + r, row * 2);
+                std::memcpy(cache.valueSlot(l, seq, p), unit.data() + part + r, row * 2);
+            }
             if (tiers != nullptr) tiers->adopt(l, table[page], std::as_bytes(std::span(unit)));
-            for (std::int64_t p = std::int64_t(page) * kPage;
-                 p < std::min<std::int64_t>(length, std::int64_t(page + 1) * kPage); ++p) {
+            for (std::int64_t p = first; p < end; ++p) {
                 std::memcpy(cache.indexKeySlot(l, seq, p),
                             noise.floats.data() + noise.offset(key * 131 + std::uint64_t(p), std::size_t(o.indexerDim)),
                             std::size_t(o.indexerDim) * 4);

@@ -94,7 +94,9 @@ protected:
             ASSERT_TRUE(m_tiers->resident(layer, block(page)));
         }
         const KvCacheOptions& o = m_cache->options();
-        const std::int64_t row = std::int64_t(block(page)) * kPage * kHeads * kHeadDim;
+        const std::int32_t* slotOf = m_cache->slotTable(layer);
+        const std::int64_t stored = slotOf != nullptr ? slotOf[block(page)] : block(page);
+        const std::int64_t row = stored * kPage * kHeads * kHeadDim;
         const auto* k = static_cast<const float*>(m_cache->keys(layer)) + row;
         const auto* v = static_cast<const float*>(m_cache->values(layer)) + row;
         for (int r = 0; r < o.blockSize; ++r) {
@@ -120,6 +122,38 @@ TEST_F(KvTiersTest, RefusesACacheWithoutSparseLayersAndADiskWithoutAPlace) {
     KvTierOptions noPlace;
     noPlace.diskBytes = 1 << 20;
     EXPECT_EQ(KvTiers::attach(*m_cache, noPlace).status().code(), StatusCode::InvalidArgument);
+}
+
+// The paged layers live in the slots of an arena: a unit that comes in takes the lowest free
+// slot once others made room, so after every unit has moved once the arena's memory is the
+// budget (plus the slot every absent block reads, NaN), however much moved through it.
+TEST_F(KvTiersTest, UnitsComeIntoTheLowestFreeSlotsAndTheArenaShrinksToTheBudget) {
+    attach({.computeBytes = 4 * kUnit, .hostBytes = 64 * kUnit});
+    fill(kPages);  // every unit written: 24 slots in use
+    EXPECT_EQ(m_tiers->stats().computeTierBytes, (1 + 2 * kPages) * kUnit);
+    for (int sweep = 0; sweep < 2; ++sweep) {
+        for (int layer = kFirstPaged; layer < kLayers; ++layer) {
+            for (std::int64_t p = 0; p < kPages; p += 2) {
+                read(layer, {p, p + 1});
+                expectIntact(layer, p);
+                expectIntact(layer, p + 1);
+            }
+        }
+    }
+    EXPECT_EQ(m_tiers->stats().computeTierBytes, (1 + 4) * kUnit);
+    for (int layer = kFirstPaged; layer < kLayers; ++layer) {
+        const std::int32_t* slotOf = m_cache->slotTable(layer);
+        ASSERT_NE(slotOf, nullptr);
+        for (std::int64_t p = 0; p < kPages; ++p) {
+            const std::int32_t slot = slotOf[block(p)];
+            if (m_tiers->resident(layer, block(p))) {
+                EXPECT_TRUE(slot >= 1 && slot <= 4) << "layer " << layer << " page " << p;
+            } else {
+                EXPECT_EQ(slot, kAbsentSlot) << "layer " << layer << " page " << p;
+            }
+        }
+    }
+    EXPECT_EQ(m_cache->slotTable(0), nullptr);  // the dense layer stays in the pool
 }
 
 TEST_F(KvTiersTest, SpillsLeastRecentlyRequiredFirstAndFetchesTheSameBytes) {
@@ -333,11 +367,12 @@ TEST_F(KvTiersTest, AReadThatFailsInFlightIsReportedWhenAwaited) {
             .diskBytes = 64 * kUnit,
             .diskFile = file});
     fill(4);
-    read(2, {0});  // layer 1's units go to host memory and from there to disk
+    read(2, {0});  // the other units go to host memory and from there to disk
     ASSERT_GT(m_tiers->stats().diskBytes, 0);
     std::filesystem::resize_file(file, 0);  // what was on disk is gone
     m_tiers->beginForward();
-    const Status planned = m_tiers->requireAsync(1, blocksOf(*m_cache, m_sequence, {0, 1, 2}));
+    // Page 0 stays (so nothing is written to disk, which would grow the file again).
+    const Status planned = m_tiers->requireAsync(2, blocksOf(*m_cache, m_sequence, {0, 1, 2}));
     const Status arrived = planned.isOk() ? m_tiers->awaitRequired() : planned;
     ASSERT_FALSE(arrived.isOk());
     EXPECT_EQ(arrived.code(), StatusCode::IoError);

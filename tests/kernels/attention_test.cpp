@@ -17,39 +17,44 @@ namespace iris::kernels {
 namespace {
 
 // A paged K/V pool with a shuffled block table, so a kernel that ignores the table fails.
+// `slotted`: the blocks are stored in shuffled slots of an arena (PagedKv::slotOf, as KV tiers
+// keep them), slot 0 holding NaN, so a kernel that ignores the slots fails too.
 struct Paged {
     int blockSize = 4, kvHeads = 2, headDim = 40;
     TensorType type = TensorType::F16;
-    std::vector<std::int32_t> table;
+    std::vector<std::int32_t> table, slotOf;
     std::vector<std::uint16_t> k16, v16;
     std::vector<float> k32, v32;
     std::vector<double> kRef, vRef;  // [t][g][i] as stored (after f16 rounding)
 
-    Paged(std::int64_t length, TensorType t, unsigned seed, int dims = 40)
+    Paged(std::int64_t length, TensorType t, unsigned seed, int dims = 40, bool slotted = false)
         : headDim(dims), type(t) {
         const std::int64_t blocks = (length + blockSize - 1) / blockSize + 3;
         table.resize(std::size_t(blocks));
         std::iota(table.begin(), table.end(), 0);
         std::mt19937 rng(seed);
         std::shuffle(table.begin(), table.end(), rng);
-        const std::size_t elements = std::size_t(blocks * blockSize * kvHeads * headDim);
-        k16.assign(elements, 0);
-        v16.assign(elements, 0);
-        k32.assign(elements, 0.0f);
-        v32.assign(elements, 0.0f);
+        const std::int64_t pages = slotted ? blocks + 1 : blocks;
+        if (slotted) {
+            slotOf.resize(std::size_t(blocks));
+            std::iota(slotOf.begin(), slotOf.end(), 1);
+            std::shuffle(slotOf.begin(), slotOf.end(), rng);
+        }
+        const std::size_t elements = std::size_t(pages * blockSize * kvHeads * headDim);
+        k16.assign(elements, slotted ? 0xFFFF : 0);  // what no block is written over: NaN
+        v16.assign(elements, slotted ? 0xFFFF : 0);
+        k32.assign(elements, slotted ? NAN : 0.0f);
+        v32.assign(elements, slotted ? NAN : 0.0f);
         kRef.assign(std::size_t(length * kvHeads * headDim), 0.0);
         vRef = kRef;
         std::normal_distribution<float> normal(0.0f, 1.0f);
         for (std::int64_t tok = 0; tok < length; ++tok) {
             for (int g = 0; g < kvHeads; ++g) {
                 for (int i = 0; i < headDim; ++i) {
+                    const std::int32_t block = table[std::size_t(tok / blockSize)];
+                    const std::int64_t page = slotted ? slotOf[std::size_t(block)] : block;
                     const std::int64_t at =
-                        ((std::int64_t(table[std::size_t(tok / blockSize)]) * blockSize +
-                          tok % blockSize) *
-                             kvHeads +
-                         g) *
-                            headDim +
-                        i;
+                        ((page * blockSize + tok % blockSize) * kvHeads + g) * headDim + i;
                     const float kf = normal(rng), vf = normal(rng);
                     k16[std::size_t(at)] = fp32ToFp16(kf);
                     v16[std::size_t(at)] = fp32ToFp16(vf);
@@ -73,7 +78,8 @@ struct Paged {
                 blockSize,
                 kvHeads,
                 headDim,
-                type};
+                type,
+                slotOf.empty() ? nullptr : slotOf.data()};
     }
 };
 
@@ -98,12 +104,15 @@ protected:
 };
 
 // 3 query heads per KV head (one vector of lanes), and 20 (two vectors side by side); a head
-// size the value pass blocks whole (40) and one it does not (36).
+// size the value pass blocks whole (40) and one it does not (36); blocks in the pool and in the
+// slots of an arena.
 TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
     for (const auto& [heads, dims] : {std::pair{6, 40}, std::pair{40, 40}, std::pair{40, 36}}) {
-        for (TensorType type : {TensorType::F16, TensorType::F32}) {
+        for (const auto& [type, slotted] :
+             {std::pair{TensorType::F16, false}, std::pair{TensorType::F32, false},
+              std::pair{TensorType::F16, true}, std::pair{TensorType::F32, true}}) {
             for (std::int64_t length : {1, 3, 4, 5, 17, 130}) {
-                const Paged paged(length, type, unsigned(length), dims);
+                const Paged paged(length, type, unsigned(length), dims, slotted);
                 const int d = paged.headDim;
                 std::mt19937 rng(9);
                 std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -139,7 +148,7 @@ TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
                                     paged.vRef[std::size_t((t * 2 + g) * d + i)];
                         ASSERT_NEAR(double(out[std::size_t(h * d + i)]), want, 1e-5)
                             << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name
-                            << " length=" << length << " h=" << h << " of " << heads << " d=" << d;
+                            << (slotted ? " slotted" : "") << " length=" << length << " h=" << h << " of " << heads << " d=" << d;
                     }
                 }
             }

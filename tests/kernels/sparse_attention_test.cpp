@@ -3,6 +3,7 @@
 #include "kernels/sparse_attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -70,6 +71,42 @@ struct Pool {
                 kvHeads,
                 headDim,
                 type};
+    }
+};
+
+// A pool's K/V moved into the shuffled slots of an arena (PagedKv::slotOf, as KV tiers keep
+// them), slot 0 holding NaN: read through the slots it must give the same bits as the pool.
+struct Slotted {
+    std::vector<std::int32_t> slotOf;
+    std::vector<float> k32, v32;
+    std::vector<std::uint16_t> k16, v16;
+    const Pool& pool;
+
+    Slotted(const Pool& p, unsigned seed) : pool(p) {
+        const std::size_t pages = p.table.size(),
+                          page = std::size_t(p.pageSize * p.kvHeads * p.headDim);
+        slotOf.resize(pages);
+        std::iota(slotOf.begin(), slotOf.end(), 1);
+        std::shuffle(slotOf.begin(), slotOf.end(), std::mt19937(seed));
+        k32.assign((pages + 1) * page, NAN);
+        v32.assign(k32.size(), NAN);
+        k16.assign(k32.size(), 0xFFFF);
+        v16.assign(k32.size(), 0xFFFF);
+        for (std::size_t b = 0; b < pages; ++b) {
+            const std::size_t from = b * page, to = std::size_t(slotOf[b]) * page;
+            std::copy_n(p.k32.begin() + from, page, k32.begin() + to);
+            std::copy_n(p.v32.begin() + from, page, v32.begin() + to);
+            std::copy_n(p.k16.begin() + from, page, k16.begin() + to);
+            std::copy_n(p.v16.begin() + from, page, v16.begin() + to);
+        }
+    }
+    PagedKv kv() const {
+        PagedKv kv = pool.kv();
+        const bool f16 = pool.type == TensorType::F16;
+        kv.keys = f16 ? static_cast<const void*>(k16.data()) : k32.data();
+        kv.values = f16 ? static_cast<const void*>(v16.data()) : v32.data();
+        kv.slotOf = slotOf.data();
+        return kv;
     }
 };
 
@@ -374,6 +411,61 @@ TEST_P(AttendBlocks, MaskedPrefillMatchesPerQueryGather) {
                            scratch.data(), g * group, (g + 1) * group);
         for (std::size_t i = 0; i < want.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 2e-5f) << cpuIsaName(isa) << " element " << i;
+    }
+}
+
+// Decode and prefill kernels of every variant read a pool's blocks from the slots of an arena
+// (as KV tiers keep them) with the same bits as from the pool itself.
+TEST_P(AttendBlocks, BlocksReadThroughSlotsGiveTheSameBitsAsThePool) {
+    const AttendCase c = GetParam();
+    const int heads = 8, kvHeads = 2, dim = 64, group = heads / kvHeads, n = 21;
+    const std::int64_t first = 250, length = first + n;
+    const Pool pool(length, c.pageSize, kvHeads, dim, 8, c.type, 61);
+    const Slotted slotted(pool, 62);
+    const std::vector<float> q = randomVector(std::size_t(n * heads * dim), 63);
+    const std::int64_t blocks = selectionBlocks(length, c.selectionBlock);
+    std::vector<std::int32_t> chosen;
+    for (std::int64_t b = 0; b + 1 < blocks; b += 3)
+        chosen.push_back(std::int32_t(b));
+    chosen.push_back(std::int32_t(blocks - 1));
+    std::vector<std::uint8_t> mask(std::size_t(n * blocks), 0);
+    std::vector<std::int64_t> lengths(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        lengths[std::size_t(i)] = first + i + 1;
+        const std::int64_t own = (first + i) / c.selectionBlock;
+        for (std::int64_t b = 0; b <= own; ++b)
+            mask[std::size_t(i * blocks + b)] = b == own || (b + i) % 2 == 0;
+    }
+    std::vector<float> scratch(
+        std::size_t(n * heads * (dim + 2) + heads * blocks * c.selectionBlock));
+    std::vector<CpuIsa> isas = runnableIsas();
+    isas.insert(isas.begin(), CpuIsa::Scalar);
+    for (CpuIsa isa : isas) {
+        std::vector<float> fromPool(std::size_t(n * heads * dim)), fromSlots(fromPool.size());
+        for (const auto& [kv, out] : {std::pair{pool.kv(), fromPool.data()},
+                                      std::pair{slotted.kv(), fromSlots.data()}}) {
+            for (int g = 0; g < kvHeads; ++g) {
+                attendBlocksFor(isa)(q.data(), heads, kv, length, 0.1f, chosen.data(),
+                                     int(chosen.size()), c.selectionBlock, out, scratch.data(),
+                                     g * group, (g + 1) * group);
+            }
+        }
+        for (std::size_t i = 0; i < std::size_t(heads * dim); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(fromSlots[i]),
+                      std::bit_cast<std::uint32_t>(fromPool[i]))
+                << cpuIsaName(isa) << " decode, element " << i;
+        for (const auto& [kv, out] : {std::pair{pool.kv(), fromPool.data()},
+                                      std::pair{slotted.kv(), fromSlots.data()}}) {
+            for (int g = 0; g < kvHeads; ++g) {
+                maskedFor(isa)(q.data(), heads * dim, n, lengths.data(), heads, kv, 0.1f,
+                               mask.data(), blocks, c.selectionBlock, out, heads * dim,
+                               scratch.data(), g * group, (g + 1) * group);
+            }
+        }
+        for (std::size_t i = 0; i < fromPool.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(fromSlots[i]),
+                      std::bit_cast<std::uint32_t>(fromPool[i]))
+                << cpuIsaName(isa) << " prefill, element " << i;
     }
 }
 

@@ -88,7 +88,7 @@ void widenRows(const PagedKv& kv, int g, const void* base, std::int64_t t0, int 
     const int d = kv.headDim, full = d / W * W;
     const bool f16 = kv.type == TensorType::F16;
     for (int k = 0; k < n; ++k) {
-        const std::int64_t t = t0 + k, block = kv.blockTable[t / kv.blockSize];
+        const std::int64_t t = t0 + k, block = kv.page(t);
         const std::int64_t e = ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
         float* row = to + std::int64_t(k) * d;
         for (int i = 0; i < full; i += W)

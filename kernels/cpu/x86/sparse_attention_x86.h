@@ -18,7 +18,7 @@ void forSelectedTokens(const PagedKv& kv, int g, std::int64_t length, const std:
         const std::int64_t begin = std::int64_t(blocks[c]) * selectionBlock;
         const std::int64_t end = std::min(length, begin + selectionBlock);
         for (std::int64_t t = begin; t < end;) {
-            const std::int64_t page = kv.blockTable[t / kv.blockSize];
+            const std::int64_t page = kv.page(t);
             const std::int64_t runEnd = std::min(end, (t / kv.blockSize + 1) * kv.blockSize);
             std::int64_t e =
                 ((page * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * kv.headDim;
@@ -157,7 +157,7 @@ void attendMaskedX86(const float* q, std::ptrdiff_t qStride, int n, const std::i
     const bool f16 = kv.type == TensorType::F16;
     const int full = d / V::kWidth * V::kWidth;
     const auto element = [&](std::int64_t t) {
-        const std::int64_t page = kv.blockTable[t / kv.blockSize];
+        const std::int64_t page = kv.page(t);
         return ((page * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
     };
     float* state = scratch;

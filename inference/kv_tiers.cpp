@@ -118,9 +118,10 @@ private:
 }  // namespace
 
 Result<std::unique_ptr<ComputeTier>> slotComputeTier(const KvCacheOptions& o,
-                                                     std::int64_t keepSlots) {
+                                                     std::int64_t budgetBytes) {
     const std::int64_t partBytes = std::int64_t(o.blockSize) * o.kvHeads * o.headDim *
                                    (o.type == kernels::TensorType::F16 ? 2 : 4);
+    const std::int64_t keepSlots = budgetBytes / (2 * partBytes);
     const std::int64_t slotCount = 1 + (o.layers - o.indexerFirstLayer) * o.blocks;
     Result<ReservedMemory> keys = ReservedMemory::reserve(slotCount * partBytes);
     if (!keys) return Status::outOfRange("KV tiers: compute tier: " + keys.status().message());
@@ -309,10 +310,7 @@ Result<std::unique_ptr<KvTiers>> KvTiers::attach(KvCache& cache, const KvTierOpt
     if (options.computeBytes < 0 || options.hostBytes < 0 || options.diskBytes < 0) {
         return Status::invalidArgument("KV tiers: budgets must not be negative");
     }
-    const std::int64_t unitBytes = 2 * std::int64_t(o.blockSize) * o.kvHeads * o.headDim *
-                                   (o.type == kernels::TensorType::F16 ? 2 : 4);
-    Result<std::unique_ptr<ComputeTier>> compute =
-        slotComputeTier(o, options.computeBytes / unitBytes);
+    Result<std::unique_ptr<ComputeTier>> compute = slotComputeTier(o, options.computeBytes);
     if (!compute) return compute.status();
     std::unique_ptr<KvTiers> tiers(new KvTiers(cache, options, std::move(*compute)));
     if (options.diskBytes > 0) {

@@ -115,11 +115,11 @@ public:
 };
 
 // The CPU engine's compute tier for the paged layers of `options`: an arena with a slot for
-// every unit (reserved address space) of which the lowest free slot is taken first; the first
-// `keepSlots` keep their memory when freed, slots above them (units past the budget) give it
-// back. OutOfRange when the address space is refused.
+// every unit (reserved address space) of which the lowest free slot is taken first; the slots
+// within `budgetBytes` keep their memory when freed, slots above them (units past the budget)
+// give it back. OutOfRange when the address space is refused.
 Result<std::unique_ptr<ComputeTier>> slotComputeTier(const KvCacheOptions& options,
-                                                     std::int64_t keepSlots);
+                                                     std::int64_t budgetBytes);
 
 class KvSpillFile;
 class KvTransferThread;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu_features.h"
@@ -52,16 +53,21 @@ std::int64_t preparedRowBytes(TensorType weightType, std::int64_t k) {
 
 void prepareActivations(TensorType weightType, const float* x, std::ptrdiff_t xStride,
                         std::int64_t m, std::int64_t k, void* prepared) {
+    using QuantizeFn = void (*)(const float*, std::int64_t, void*);
+    constexpr cpu::IsaVariants<QuantizeFn> kQ8{cpu::quantizeActivationRow, nullptr,
+                                               IRIS_X86_VARIANT(cpu::quantizeActivationRowAvx512)};
+    constexpr cpu::IsaVariants<QuantizeFn> kQ8K{
+        cpu::quantizeActivationRowK, nullptr,
+        IRIS_X86_VARIANT(cpu::quantizeActivationRowKAvx512)};
+    const QuantizeFn quantize = cpu::pickVariant(
+        cpu::usesQ8KActivations(weightType) ? kQ8K : kQ8, activeIsa());
     auto* out = static_cast<std::uint8_t*>(prepared);
     const std::int64_t rowBytes = preparedRowBytes(weightType, k);
     for (std::int64_t i = 0; i < m; ++i, out += rowBytes) {
-        if (takesFloatActivations(weightType)) {
+        if (takesFloatActivations(weightType))
             std::memcpy(out, x + i * xStride, std::size_t(rowBytes));
-        } else if (cpu::usesQ8KActivations(weightType)) {
-            cpu::quantizeActivationRowK(x + i * xStride, k, out);
-        } else {
-            cpu::quantizeActivationRow(x + i * xStride, k, out);
-        }
+        else
+            quantize(x + i * xStride, k, out);
     }
 }
 

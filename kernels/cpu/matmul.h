@@ -115,6 +115,9 @@ inline constexpr std::int64_t packedKSuperBlockBytes(TensorType type) {
 // types) or k / 256 BlockQ8K blocks (K types).
 void quantizeActivationRow(const float* x, std::int64_t k, void* blocks);
 void quantizeActivationRowK(const float* x, std::int64_t k, void* blocks);
+// The same blocks, bit for bit (a prefill chunk's activations are quantised once per product).
+void quantizeActivationRowAvx512(const float* x, std::int64_t k, void* blocks);
+void quantizeActivationRowKAvx512(const float* x, std::int64_t k, void* blocks);
 
 // Whether `weightType` meets BlockQ8K activations (the K types), BlockQ8Act (the other quantised
 // types) or plain f32.

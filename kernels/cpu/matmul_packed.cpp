@@ -225,7 +225,7 @@ void matmulPackedScalar(TensorType weightType, const void* packed, std::int64_t 
                         const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
                         std::int64_t nBegin, std::int64_t nEnd) {
     const std::int64_t blocks = k / kQK, bytes = packedBlockBytes(weightType);
-    const auto offset = float(packedOffset(weightType));
+    const int offset = packedOffset(weightType);
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     for (std::int64_t n0 = nBegin; n0 < nEnd; n0 += kPackRows) {
@@ -242,7 +242,7 @@ void matmulPackedScalar(TensorType weightType, const void* packed, std::int64_t 
                     int dot = 0;  // sum of stored * x; the offset * sum(x) part is taken out below
                     for (int j = 0; j < 32; ++j)
                         dot += loadPacked(weightType, values, r, j) * xr[b].qs[j];
-                    sum[r] += fp16ToFp32(bits) * (xr[b].d * float(dot) - offset * xr[b].dsum);
+                    sum[r] += fp16ToFp32(bits) * xr[b].d * float(dot - offset * xr[b].sum);
                 }
             }
             for (std::int64_t r = 0; r < kPackRows && n0 + r < nEnd; ++r)

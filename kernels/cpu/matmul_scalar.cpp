@@ -51,10 +51,7 @@ int blockDot(const BlockQ8Act& x, Value value) {
 }
 
 int blockSum(const BlockQ8Act& x) {
-    int sum = 0;
-    for (std::int8_t q : x.qs)
-        sum += q;
-    return sum;
+    return x.sum;
 }
 
 float dotQ8_0(const void* w, const void* x, std::int64_t k) {
@@ -248,7 +245,7 @@ void quantizeActivationRow(const float* x, std::int64_t k, void* blocks) {
             b[i].qs[j] = std::int8_t(q);
             sum += q;
         }
-        b[i].dsum = d * float(sum);
+        b[i].sum = sum;
     }
 }
 

@@ -67,7 +67,9 @@ static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(Blo
 // a float so that the kernels apply it with one multiply-add).
 struct BlockQ8Act {
     float d;
-    float dsum;  // d * (qs[0] + ... + qs[31])
+    // qs[0] + ... + qs[31], exact: the packed kernels take offset * sum out of their integer dot
+    // products (the weights are stored with an offset that makes them unsigned for vpdpbusd).
+    std::int32_t sum;
     std::int8_t qs[32];
 };
 static_assert(sizeof(BlockQ8Act) == 40);

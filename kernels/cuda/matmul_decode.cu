@@ -38,7 +38,7 @@ __global__ void quantizeActivationsKernel(const float* __restrict__ x, std::ptrd
         act[b].qs[lane] = static_cast<std::int8_t>(q);
         if (lane == 0) {
             act[b].d = d;
-            act[b].dsum = d * float(sum);
+            act[b].sum = sum;
         }
     }
 }

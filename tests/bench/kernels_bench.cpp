@@ -337,10 +337,14 @@ IRIS_MATMUL_PACKED_BENCH(Q5_K)
 IRIS_MATMUL_PACKED_BENCH(Q6_K)
 IRIS_MATMUL_BENCH(Q5_0)
 
-// Qwen2.5-0.5B's FFN up (gate) and down projections: decode, and a 512-token prefill chunk; and
-// its tied output head decoding (144 MB of q8_0: read from memory, not from the caches).
+// Qwen2.5-0.5B's FFN up (gate) and down projections: decode, four sequences decoding together
+// (a serving step), and a 512-token prefill chunk; and its tied output head decoding one and
+// four sequences (144 MB of q8_0: read from memory, not from the caches).
 void matmulPackedQ8Shapes(benchmark::internal::Benchmark* b) {
-    b->Args({4864, 896, 1})->Args({4864, 896, 512})->Args({896, 4864, 512})->Args({151936, 896, 1});
+    b->Args({4864, 896, 1})->Args({4864, 896, 4})->Args({4864, 896, 512})->Args({896, 4864, 512});
+    b->Args({151936, 896, 1})->Args({151936, 896, 4});
+    // A 7B model's (Qwen2.5-VL-7B) attention and FFN projections on a 128-token chunk.
+    b->Args({3584, 3584, 128})->Args({18944, 3584, 128})->Args({3584, 18944, 128});
     b->Unit(benchmark::kMillisecond);
 }
 BENCHMARK_CAPTURE(benchMatmulPacked, Q8_0, iris::kernels::TensorType::Q8_0)

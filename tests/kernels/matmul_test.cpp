@@ -176,7 +176,8 @@ TEST(MatmulPacked, MatchesThePlainLayout) {
     [[maybe_unused]] const CpuIsa highest = highestSupportedIsa(cpuFeatures());
     for (TensorType type : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0}) {
         for (std::int64_t n : {1, 16, 21, 40}) {
-            for (std::int64_t m : {1, 3, 6}) {
+            // 20 rows: AVX-512 takes two groups at a time from 16 rows on.
+            for (std::int64_t m : {1, 3, 6, 20}) {
                 const Problem p = makeProblem(type, n, m, unsigned(n * 10 + m));
                 std::vector<float> want(std::size_t(m * n), 0.0f);
                 cpu::matmulScalar(type)(p.w.data(), p.k, p.prepared.data(), m, want.data(), n, 0,
@@ -406,6 +407,42 @@ TEST(Matmul, EachActivationRowGivesTheSameBitsWhateverTheBatch) {
             }
         }
     }
+}
+
+// The SIMD quantisation of activation rows gives the reference's blocks byte for byte: the scale,
+// every rounded value (ties to even included) and the sums the packed kernels take the weights'
+// offset out with.
+TEST(QuantizeActivations, SimdMatchesTheReferenceByteForByte) {
+#if defined(IRIS_KERNELS_X86)
+    if (highestSupportedIsa(cpuFeatures()) < CpuIsa::Avx512) GTEST_SKIP() << "no AVX-512";
+    constexpr std::int64_t k = 1024;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<std::size_t>(k));
+    for (float& v : x)
+        v = normal(rng);
+    for (std::int64_t j = 0; j < 32; ++j)  // a block of zeros (scale 0)
+        x[std::size_t(32 + j)] = 0.0f;
+    for (std::int64_t j = 0; j < 32; ++j)  // amax 127: scale 1, and every other value a tie
+        x[std::size_t(64 + j)] = j == 0 ? 127.0f : float(j - 16) + 0.5f;
+    x[200] = 3.0e4f;  // an outlier
+    for (std::int64_t j = 256; j < 288; ++j)
+        x[std::size_t(j)] *= 1e-30f;  // tiny values
+    for (std::int64_t j = 512; j < 768; ++j)  // a K super-block of ties and a negative maximum
+        x[std::size_t(j)] = j == 512 ? -127.0f : float(j % 64 - 32) + 0.5f;
+    const auto bytesOf = [&](auto quantize, std::int64_t bytes) {
+        std::vector<std::byte> out(std::size_t(bytes), std::byte{0x5A});
+        quantize(x.data(), k, out.data());
+        return out;
+    };
+    const std::int64_t q8 = k / 32 * std::int64_t(sizeof(cpu::BlockQ8Act));
+    const std::int64_t q8k = k / 256 * std::int64_t(sizeof(cpu::BlockQ8K));
+    EXPECT_EQ(bytesOf(cpu::quantizeActivationRowAvx512, q8), bytesOf(cpu::quantizeActivationRow, q8));
+    EXPECT_EQ(bytesOf(cpu::quantizeActivationRowKAvx512, q8k),
+              bytesOf(cpu::quantizeActivationRowK, q8k));
+#else
+    GTEST_SKIP() << "x86 only";
+#endif
 }
 
 TEST(Matmul, DispatchMatchesTheActiveVariant) {

@@ -88,20 +88,20 @@ TEST(QuantUnits, UnitDotEqualsTheProductOfTheDequantisedValues) {
             q = static_cast<std::int8_t>(byte(rng));
             sum += q;
         }
-        act.dsum = act.d * float(sum);
+        act.sum = sum;
         double want = 0.0;
         for (int v = 0; v < 32; ++v)
             want += double(weights[std::size_t(u * 32 + v)]) * double(act.qs[v]) * double(act.d);
         const float got = cuda::unitDot(cuda::loadUnit<TensorType::Q6_K>(row.data(), u), act);
         ASSERT_NEAR(got, want, 1e-4 * (1.0 + std::abs(want))) << "unit " << u;
     }
-    // A type with an offset (q4_K's minimums) exercises the dsum term.
+    // A type with an offset (q4_K's minimums) exercises the sum term.
     const std::vector<std::uint8_t> k4 = quantisedRow(TensorType::Q4_K, weights);
     cpu::BlockQ8Act ones{};
     ones.d = 0.5f;
     for (std::int8_t& q : ones.qs)
         q = 2;
-    ones.dsum = ones.d * 64.0f;
+    ones.sum = 64;
     for (std::int64_t u = 0; u < kRow / 32; ++u) {
         double want = 0.0;
         for (int v = 0; v < 32; ++v)

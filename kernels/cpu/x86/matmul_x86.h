@@ -106,7 +106,7 @@ void rowLegacy(const void* w, const BlockQ8Act* const* x, std::int64_t k, float*
             const BlockQ8Act& xb = x[r][b];
             const __m256 dot = _mm256_cvtepi32_ps(Dot::run(q, load32(xb.qs)));
             acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw * xb.d), acc[r]);
-            const float xSum = xb.dsum;
+            const float xSum = xb.d * float(xb.sum);
             if constexpr (kHasMin) {
                 correction[r] += mw * xSum;
             } else {

@@ -7,6 +7,11 @@
 // Gdots rate (10^9 vpdpbusd per second) against VnniPeak's (register-only vpdpbusd, 12
 // independent chains) says how close one core gets to it.
 //   iris_kernels_bench --benchmark_filter='MatmulPacked/|VnniPeak'
+// Prefill attention (attendRows): one call's 32 rows (4 tokens of a 7-head GQA group, each with
+// its causal length) over f16 keys and values; GFLOP/s counts 4 * headDim flops per row and key
+// (the score and the weighted value), against one core's f32 FMA peak (Zen 5 at 3.5 GHz:
+// 2 FMA x 16 lanes x 2 flops = 224 GFLOP/s).
+//   iris_kernels_bench --benchmark_filter=AttendRows
 // RMSNorm reads x and w and writes y: it is bound by memory bandwidth once rows*cols*4 bytes
 // no longer fit in cache, so the bytes/s column is the number to compare with the machine's
 // streaming bandwidth (about 27 GB/s on one core here).
@@ -19,6 +24,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/attention.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm_internal.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rms_norm.h"
@@ -353,6 +360,60 @@ BENCHMARK_CAPTURE(benchMatmulPacked, Q4_0, iris::kernels::TensorType::Q4_0)
     ->Apply(matmulPackedQ8Shapes);
 #if defined(IRIS_KERNELS_X86)
 BENCHMARK(benchVnniPeak)->Unit(benchmark::kMillisecond);
+#endif
+
+void benchAttendRows(benchmark::State& state, iris::kernels::cpu::AttendRowsFn fn, CpuIsa isa) {
+    using namespace iris::kernels;
+    if (isa > highestSupportedIsa(cpuFeatures())) {
+        state.SkipWithError("CPU lacks this level");
+        return;
+    }
+    constexpr int kHeadDim = 64, kKvHeads = 2, kBlockSize = 16, kGroup = 7;
+    const std::int64_t length = state.range(0);
+    const std::int64_t blocks = (length + kBlockSize - 1) / kBlockSize;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<std::uint16_t> keys(std::size_t(blocks * kBlockSize * kKvHeads * kHeadDim));
+    std::vector<std::uint16_t> values(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        keys[i] = fp32ToFp16(normal(rng));
+        values[i] = fp32ToFp16(normal(rng));
+    }
+    std::vector<std::int32_t> table(static_cast<std::size_t>(blocks));
+    for (std::size_t b = 0; b < table.size(); ++b)  // blocks out of order, as a pool gives them
+        table[b] = std::int32_t((b * 7919) % table.size());
+    const PagedKv kv{keys.data(), values.data(), table.data(), kBlockSize, kKvHeads, kHeadDim,
+                     TensorType::F16, nullptr};
+    std::vector<float> q(std::size_t(cpu::kAttendTile * kHeadDim)), out(q.size());
+    for (float& v : q)
+        v = normal(rng);
+    std::vector<AttentionRow> rows(cpu::kAttendTile);
+    double keyRows = 0.0;
+    for (int r = 0; r < cpu::kAttendTile; ++r) {
+        const std::int64_t token = 3 - r / kGroup;  // the chunk's last 4-5 tokens
+        rows[std::size_t(r)] = {q.data() + r * kHeadDim, out.data() + r * kHeadDim,
+                                length - std::max<std::int64_t>(token, 0)};
+        keyRows += double(rows[std::size_t(r)].length);
+    }
+    std::vector<float> scratch(std::size_t(attendRowsScratch(kHeadDim, length)));
+    for (auto _ : state) {
+        fn(rows.data(), cpu::kAttendTile, kv, 0, 0.125f, scratch.data());
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        4.0 * kHeadDim * keyRows * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+void attendShapes(benchmark::internal::Benchmark* b) {
+    b->Arg(512)->Arg(2048)->Arg(8192)->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK_CAPTURE(benchAttendRows, scalar, iris::kernels::cpu::attendRowsScalar, CpuIsa::Scalar)
+    ->Apply(attendShapes);
+#if defined(IRIS_KERNELS_X86)
+BENCHMARK_CAPTURE(benchAttendRows, avx2, iris::kernels::cpu::attendRowsAvx2, CpuIsa::Avx2)
+    ->Apply(attendShapes);
+BENCHMARK_CAPTURE(benchAttendRows, avx512, iris::kernels::cpu::attendRowsAvx512, CpuIsa::Avx512)
+    ->Apply(attendShapes);
 #endif
 
 BENCHMARK_CAPTURE(benchRmsNorm, scalar, iris::kernels::cpu::rmsNormScalar, CpuIsa::Scalar)

@@ -57,10 +57,9 @@ void prepareActivations(TensorType weightType, const float* x, std::ptrdiff_t xS
     constexpr cpu::IsaVariants<QuantizeFn> kQ8{cpu::quantizeActivationRow, nullptr,
                                                IRIS_X86_VARIANT(cpu::quantizeActivationRowAvx512)};
     constexpr cpu::IsaVariants<QuantizeFn> kQ8K{
-        cpu::quantizeActivationRowK, nullptr,
-        IRIS_X86_VARIANT(cpu::quantizeActivationRowKAvx512)};
-    const QuantizeFn quantize = cpu::pickVariant(
-        cpu::usesQ8KActivations(weightType) ? kQ8K : kQ8, activeIsa());
+        cpu::quantizeActivationRowK, nullptr, IRIS_X86_VARIANT(cpu::quantizeActivationRowKAvx512)};
+    const QuantizeFn quantize =
+        cpu::pickVariant(cpu::usesQ8KActivations(weightType) ? kQ8K : kQ8, activeIsa());
     auto* out = static_cast<std::uint8_t*>(prepared);
     const std::int64_t rowBytes = preparedRowBytes(weightType, k);
     for (std::int64_t i = 0; i < m; ++i, out += rowBytes) {

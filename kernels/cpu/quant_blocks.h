@@ -63,8 +63,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 
 // Activations quantised for the integer dot products with the legacy types: 32 values, one f32
-// scale, and d times their sum (what the weight types with an offset or a minimum need, kept as
-// a float so that the kernels apply it with one multiply-add).
+// scale, and the sum of the values (what the weight types with an offset or a minimum need).
 struct BlockQ8Act {
     float d;
     // qs[0] + ... + qs[31], exact: the packed kernels take offset * sum out of their integer dot

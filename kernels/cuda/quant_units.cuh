@@ -164,7 +164,8 @@ __host__ __device__ inline float unitDot(const Unit32& unit, const cpu::BlockQ8A
         lo = dot4(unit.q[j], aq[j], lo);
         hi = dot4(unit.q[j + 4], aq[j + 4], hi);
     }
-    return a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) + unit.offset * (a.d * float(a.sum));
+    return a.d * (unit.scaleLo * float(lo) + unit.scaleHi * float(hi)) +
+           unit.offset * (a.d * float(a.sum));
 }
 
 // Value j of a row of f32, f16 or bf16 values.

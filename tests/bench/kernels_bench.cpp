@@ -382,8 +382,13 @@ void benchAttendRows(benchmark::State& state, iris::kernels::cpu::AttendRowsFn f
     std::vector<std::int32_t> table(static_cast<std::size_t>(blocks));
     for (std::size_t b = 0; b < table.size(); ++b)  // blocks out of order, as a pool gives them
         table[b] = std::int32_t((b * 7919) % table.size());
-    const PagedKv kv{keys.data(), values.data(), table.data(), kBlockSize, kKvHeads, kHeadDim,
-                     TensorType::F16, nullptr};
+    const PagedKv kv{.keys = keys.data(),
+                     .values = values.data(),
+                     .blockTable = table.data(),
+                     .blockSize = kBlockSize,
+                     .kvHeads = kKvHeads,
+                     .headDim = kHeadDim,
+                     .type = TensorType::F16};
     std::vector<float> q(std::size_t(cpu::kAttendTile * kHeadDim)), out(q.size());
     for (float& v : q)
         v = normal(rng);

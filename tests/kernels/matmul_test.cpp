@@ -437,7 +437,8 @@ TEST(QuantizeActivations, SimdMatchesTheReferenceByteForByte) {
     };
     const std::int64_t q8 = k / 32 * std::int64_t(sizeof(cpu::BlockQ8Act));
     const std::int64_t q8k = k / 256 * std::int64_t(sizeof(cpu::BlockQ8K));
-    EXPECT_EQ(bytesOf(cpu::quantizeActivationRowAvx512, q8), bytesOf(cpu::quantizeActivationRow, q8));
+    EXPECT_EQ(bytesOf(cpu::quantizeActivationRowAvx512, q8),
+              bytesOf(cpu::quantizeActivationRow, q8));
     EXPECT_EQ(bytesOf(cpu::quantizeActivationRowKAvx512, q8k),
               bytesOf(cpu::quantizeActivationRowK, q8k));
 #else

@@ -247,8 +247,8 @@ void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const Blo
             // d * (dx * sum(stored * x) - offset * dx * sum(x)) for each of the 8 rows.
             acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
                                      _mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d)), acc[r]);
-            acc[r] = _mm256_fnmadd_ps(
-                d, _mm256_set1_ps(kOffset * (x[r][b].d * float(x[r][b].sum))), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(d, _mm256_set1_ps(kOffset * (x[r][b].d * float(x[r][b].sum))),
+                                      acc[r]);
         }
     }
 }

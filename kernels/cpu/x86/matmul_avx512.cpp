@@ -422,8 +422,7 @@ void quantizeActivationRowKAvx512(const float* x, std::int64_t k, void* blocks) 
         b[i].d = d;
         for (int g = 0; g < 16; ++g) {
             const __m512i q = roundToInt(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * g), id));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].qs + 16 * g),
-                             saturateToBytes(q));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].qs + 16 * g), saturateToBytes(q));
             b[i].bsums[g] = std::int16_t(horizontalSum(q));
         }
     }

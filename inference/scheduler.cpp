@@ -477,6 +477,27 @@ std::int64_t Scheduler::readySlots(const Sequence& sequence, std::int64_t n) con
     return n;
 }
 
+bool endStepAtPromptEnd(std::int64_t tokensAfter, std::int64_t promptsBehind,
+                        std::int64_t decodersNext, std::int64_t overheadTokens) {
+    return overheadTokens > 0 && tokensAfter > promptsBehind * (decodersNext + overheadTokens);
+}
+
+// endStepAtPromptEnd for the running sequence at `index`, whose chunk in this step ends its
+// prompt: the prompt tokens the running sequences after it could still take of `budget`, and
+// every sequence still reading a prompt behind it (running or waiting).
+bool Scheduler::endsStepHere(std::size_t index, std::int64_t decodersNext,
+                             std::int64_t budget) const {
+    std::int64_t after = 0, behind = std::int64_t(m_waiting.size());
+    for (std::size_t j = index + 1; j < m_running.size(); ++j) {
+        const std::int64_t pending = m_running[j]->pending();
+        if (pending <= 1) continue;  // decoding
+        ++behind;
+        after += pending;
+    }
+    return endStepAtPromptEnd(std::min(after, budget), behind, decodersNext,
+                              m_options.stepOverheadTokens);
+}
+
 // Sends the most recently admitted running sequence back to the front of the queue, freeing its
 // blocks (its full ones stay cached under their names).
 void Scheduler::preemptLatest() {
@@ -522,7 +543,12 @@ std::int64_t Scheduler::step() {
             sequence.failure = extended;
             continue;
         }
-        if (sequence.pending() != 1) prefillBudget -= n;
+        if (sequence.pending() != 1) {
+            prefillBudget -= n;
+            if (n == sequence.pending() && prefillBudget > 0 &&
+                endsStepHere(i, decoders + 1, prefillBudget))
+                prefillBudget = 0;  // the decoders behind it still take their token
+        }
         appendInputs(sequence, n, batch);
         parts.emplace_back(&sequence, n);
     }

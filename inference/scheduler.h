@@ -11,6 +11,12 @@
 //   per step, never by its whole length (chunked prefill). Sequences join when admitted and leave
 //   when they finish, at any step (continuous batching). Admission is first come, first served,
 //   up to maxRunning sequences.
+// - A step that reads the end of a prompt may stop there, leaving the rest of its budget unused
+//   (endStepAtPromptEnd): the sequence's first token then comes a whole chunk sooner, and each
+//   prompt still being read behind it waits one more step, the decode tokens and the fixed cost
+//   of a step (stepOverheadTokens). The step ends where that lowers the sum of the first-token
+//   times; four agents that start together on one system prompt get their first tokens 0.3-0.5 s
+//   sooner each on the CPU, and many short prompts behind many decoders still share steps.
 // - Prefix cache: every full KV block is named by a hash chain (SHA-256 over the parent block's
 //   name and the block's tokens, image hashes and rotary positions) and, once written, published
 //   in the cache under that name. A new request walks its prompt's chain and takes every leading
@@ -76,6 +82,11 @@ struct SchedulerOptions {
     // Tokens in one forward pass (decode tokens plus prefill chunks); 0: the engine's
     // prefillChunk. At least maxRunning, so that every running sequence decodes each step.
     std::int64_t stepTokens = 0;
+    // What one more forward pass costs beyond its tokens (streaming the weights, the threads'
+    // handovers, the output rows), in prompt tokens' worth: on the CPU a step of a few decode
+    // tokens takes as long as 15-20 prompt tokens (Qwen2.5-0.5B, 2 threads). 0: never end a
+    // step early (see endStepAtPromptEnd).
+    std::int64_t stepOverheadTokens = 16;
     // Requests waiting beyond this many are refused with Unavailable (HTTP 429).
     int maxWaiting = 1024;
     // Reuse full KV blocks across requests by content.
@@ -105,6 +116,14 @@ struct SchedulerStats {
     KvDiskStats disk;  // the disk tier (zeros when off)
     KvTierStats tiers;  // MiniMax-M3's KV tiers (zeros when off): bytes moved, resident bytes
 };
+
+// Whether a step that has just read the end of one prompt should take no more prompt tokens:
+// the next `tokensAfter` prompt tokens would delay that sequence's first token, while ending the
+// step here makes each of the `promptsBehind` sequences still reading a prompt wait for one more
+// step of `decodersNext` decode tokens plus `overheadTokens`. True when the first outweighs the
+// second (all counted in prompt tokens' worth of time), which lowers the sum of first-token times.
+bool endStepAtPromptEnd(std::int64_t tokensAfter, std::int64_t promptsBehind,
+                        std::int64_t decodersNext, std::int64_t overheadTokens);
 
 // One streamed token: its id and the text it completes (possibly empty: a character can span
 // tokens; text past a stop string is never sent).
@@ -192,6 +211,7 @@ private:
     void advanceImages();
     std::int64_t readySlots(const Sequence& sequence, std::int64_t n) const;
     std::int64_t step();
+    bool endsStepHere(std::size_t index, std::int64_t decodersNext, std::int64_t budget) const;
     void preemptLatest();
     void appendInputs(const Sequence& sequence, std::int64_t n,
                       std::vector<TokenInput>& batch) const;

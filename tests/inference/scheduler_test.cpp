@@ -620,6 +620,25 @@ Sha256Digest nameOf(int i) {
     return Sha256::hash("block " + std::to_string(i));
 }
 
+// The step-cut rule on the two workloads its comment names, in prompt tokens' worth of time.
+TEST(SchedulerSteps, AStepEndsAtAPromptEndOnlyWhereThatLowersTheFirstTokenTimes) {
+    // Four agents started on one 1500-token system prompt (stepTokens 512): the first one's last
+    // 281 tokens end its prompt with 231 of the step left; three prompts of about 300 tokens each
+    // are behind it and nothing decodes yet. Its first token comes 231 tokens sooner; each of the
+    // three waits for one more step of 1 decode token and the overhead.
+    EXPECT_TRUE(endStepAtPromptEnd(231, 3, 1, 16));
+    // Ten 50-token prompts behind 64 decoding sequences: one more step costs each of the nine
+    // behind 64 + 1 decode tokens and the overhead, more than the 398 tokens the first one saves.
+    EXPECT_FALSE(endStepAtPromptEnd(398, 9, 65, 16));
+    // Nothing behind: the rest of the budget would be unused either way.
+    EXPECT_FALSE(endStepAtPromptEnd(0, 0, 1, 16));
+    // At the balance the step goes on (fewer steps for the same sum), and past it, it ends.
+    EXPECT_FALSE(endStepAtPromptEnd(2 * (3 + 16), 2, 3, 16));
+    EXPECT_TRUE(endStepAtPromptEnd(2 * (3 + 16) + 1, 2, 3, 16));
+    // An overhead of 0 turns the rule off.
+    EXPECT_FALSE(endStepAtPromptEnd(500, 1, 0, 0));
+}
+
 TEST(PrefixCache, NamedBlocksOutliveTheirSequenceAndAreEvictedLeastRecentlyReleasedFirst) {
     KvCache cache = smallCache(4);
     const SequenceId a = cache.newSequence(), b = cache.newSequence();

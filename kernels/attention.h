@@ -40,7 +40,7 @@ struct AttentionRow {
     std::int64_t length = 0;
 };
 
-// Rows per attendRows call on this CPU (the vector width: 16 with AVX-512, 8 with AVX2).
+// Rows per attendRows call at most (the same on every CPU).
 int attendRowsTile();
 // Floats of scratch attendRows needs for rows of at most `maxLength` keys.
 std::int64_t attendRowsScratch(int headDim, std::int64_t maxLength);

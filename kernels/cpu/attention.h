@@ -15,9 +15,9 @@ using AttendFn = void (*)(const float* q, int heads, const PagedKv& kv, std::int
                           float scale, float* out, float* scratch, int headBegin, int headEnd);
 
 // The rows a variant takes per call, the same for every variant so that any of them can be
-// given the tiles one builds: two of the widest vectors' lanes (a prefill tile of a GQA group
-// of 7 heads then holds 4 tokens).
-inline constexpr int kAttendTile = 32;
+// given the tiles one builds: four of the widest vectors' lanes (a prefill tile of a GQA group
+// of 7 heads then holds 9 tokens, 63 rows).
+inline constexpr int kAttendTile = 64;
 // Keys (and values) a variant widens to f32 at a time: 32 rows of a head stay in L1.
 inline constexpr int kKeyBlock = 32;
 

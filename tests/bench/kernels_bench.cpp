@@ -7,8 +7,8 @@
 // Gdots rate (10^9 vpdpbusd per second) against VnniPeak's (register-only vpdpbusd, 12
 // independent chains) says how close one core gets to it.
 //   iris_kernels_bench --benchmark_filter='MatmulPacked/|VnniPeak'
-// Prefill attention (attendRows): one call's 32 rows (4 tokens of a 7-head GQA group, each with
-// its causal length) over f16 keys and values; GFLOP/s counts 4 * headDim flops per row and key
+// Prefill attention (attendRows): one call's 64 rows (9 tokens of a 7-head GQA group, each with
+// its causal length, and one row of a tenth) over f16 keys and values; GFLOP/s counts 4 * headDim flops per row and key
 // (the score and the weighted value), against one core's f32 FMA peak (Zen 5 at 3.5 GHz:
 // 2 FMA x 16 lanes x 2 flops = 224 GFLOP/s).
 //   iris_kernels_bench --benchmark_filter=AttendRows
@@ -395,9 +395,10 @@ void benchAttendRows(benchmark::State& state, iris::kernels::cpu::AttendRowsFn f
     std::vector<AttentionRow> rows(cpu::kAttendTile);
     double keyRows = 0.0;
     for (int r = 0; r < cpu::kAttendTile; ++r) {
-        const std::int64_t token = 3 - r / kGroup;  // the chunk's last 4-5 tokens
+        // The chunk's last tokens: the first row's is the furthest back.
+        const std::int64_t token = (cpu::kAttendTile - 1) / kGroup - r / kGroup;
         rows[std::size_t(r)] = {q.data() + r * kHeadDim, out.data() + r * kHeadDim,
-                                length - std::max<std::int64_t>(token, 0)};
+                                length - token};
         keyRows += double(rows[std::size_t(r)].length);
     }
     std::vector<float> scratch(std::size_t(attendRowsScratch(kHeadDim, length)));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,8 +28,9 @@ struct Paged {
     std::vector<float> k32, v32;
     std::vector<double> kRef, vRef;  // [t][g][i] as stored (after f16 rounding)
 
-    Paged(std::int64_t length, TensorType t, unsigned seed, int dims = 40, bool slotted = false)
-        : headDim(dims), type(t) {
+    Paged(std::int64_t length, TensorType t, unsigned seed, int dims = 40, bool slotted = false,
+          int tokensPerBlock = 4)
+        : blockSize(tokensPerBlock), headDim(dims), type(t) {
         const std::int64_t blocks = (length + blockSize - 1) / blockSize + 3;
         table.resize(std::size_t(blocks));
         std::iota(table.begin(), table.end(), 0);
@@ -103,16 +105,19 @@ protected:
     }
 };
 
-// 3 query heads per KV head (one vector of lanes), and 20 (two vectors side by side); a head
-// size the value pass blocks whole (40) and one it does not (36); blocks in the pool and in the
-// slots of an arena.
+// 3 query heads per KV head (one vector of lanes), 20 (two vectors side by side) and 60 (four
+// with AVX-512, the last one partly used); head sizes the value pass blocks whole (40) and ones
+// it does not (36, 38); blocks in the pool and in the slots of an arena; blocks of 4 tokens and
+// of 48 (the kernels' 32-key steps then start inside a block).
 TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
-    for (const auto& [heads, dims] : {std::pair{6, 40}, std::pair{40, 40}, std::pair{40, 36}}) {
+    for (const auto& [heads, dims, block] :
+         {std::tuple{6, 40, 4}, std::tuple{40, 40, 4}, std::tuple{40, 36, 4},
+          std::tuple{120, 38, 4}, std::tuple{20, 40, 48}}) {
         for (const auto& [type, slotted] :
              {std::pair{TensorType::F16, false}, std::pair{TensorType::F32, false},
               std::pair{TensorType::F16, true}, std::pair{TensorType::F32, true}}) {
             for (std::int64_t length : {1, 3, 4, 5, 17, 130}) {
-                const Paged paged(length, type, unsigned(length), dims, slotted);
+                const Paged paged(length, type, unsigned(length), dims, slotted, block);
                 const int d = paged.headDim;
                 std::mt19937 rng(9);
                 std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -148,7 +153,8 @@ TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
                                     paged.vRef[std::size_t((t * 2 + g) * d + i)];
                         ASSERT_NEAR(double(out[std::size_t(h * d + i)]), want, 1e-5)
                             << cpuIsaName(GetParam()) << " " << tensorTypeInfo(type).name
-                            << (slotted ? " slotted" : "") << " length=" << length << " h=" << h << " of " << heads << " d=" << d;
+                            << (slotted ? " slotted" : "") << " length=" << length << " h=" << h
+                            << " of " << heads << " d=" << d << " block=" << block;
                     }
                 }
             }
@@ -156,31 +162,36 @@ TEST_P(AttentionVariant, MatchesFloat64SoftmaxAttentionOverPagedBlocks) {
     }
 }
 
-// A row's result has the same bits alone and in a full tile of rows with other lengths (the
-// tokens of a prefill chunk), which the serving engine's batch invariance rests on.
+// A row's result has the same bits alone and in a tile of rows with other lengths (the tokens
+// of a prefill chunk), which the serving engine's batch invariance rests on: a full tile (four
+// vectors of lanes with AVX-512), a partly used one, and two vectors' worth.
 TEST(AttentionRows, ARowHasTheSameBitsAloneAndInATileOfOtherLengths) {
     for (TensorType type : {TensorType::F16, TensorType::F32}) {
         const std::int64_t longest = 70;
         const Paged paged(longest, type, 5);
         const int d = paged.headDim, tile = attendRowsTile();
+        const auto length = [&](int r) { return longest - 3 * (r % 23); };
         std::mt19937 rng(3);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::vector<float> q(std::size_t(tile * d));
         for (float& v : q)
             v = normal(rng);
-        std::vector<float> together(q.size(), NAN), alone(std::size_t(d), NAN);
-        std::vector<AttentionRow> rows;
-        for (int r = 0; r < tile; ++r)
-            rows.push_back({q.data() + r * d, together.data() + r * d, longest - 3 * r});
         std::vector<float> scratch(std::size_t(attendRowsScratch(d, longest)));
-        attendRows(rows.data(), tile, paged.view(), 1, 0.2f, scratch.data());
-        for (int r = 0; r < tile; ++r) {
-            const AttentionRow single{q.data() + r * d, alone.data(), longest - 3 * r};
-            attendRows(&single, 1, paged.view(), 1, 0.2f, scratch.data());
-            for (int i = 0; i < d; ++i)
-                ASSERT_EQ(std::bit_cast<std::uint32_t>(alone[std::size_t(i)]),
-                          std::bit_cast<std::uint32_t>(together[std::size_t(r * d + i)]))
-                    << tensorTypeInfo(type).name << " row " << r << " value " << i;
+        for (const int count : {tile, tile * 5 / 8, tile * 5 / 16}) {
+            std::vector<float> together(q.size(), NAN), alone(std::size_t(d), NAN);
+            std::vector<AttentionRow> rows;
+            for (int r = 0; r < count; ++r)
+                rows.push_back({q.data() + r * d, together.data() + r * d, length(r)});
+            attendRows(rows.data(), count, paged.view(), 1, 0.2f, scratch.data());
+            for (int r = 0; r < count; ++r) {
+                const AttentionRow single{q.data() + r * d, alone.data(), length(r)};
+                attendRows(&single, 1, paged.view(), 1, 0.2f, scratch.data());
+                for (int i = 0; i < d; ++i)
+                    ASSERT_EQ(std::bit_cast<std::uint32_t>(alone[std::size_t(i)]),
+                              std::bit_cast<std::uint32_t>(together[std::size_t(r * d + i)]))
+                        << tensorTypeInfo(type).name << " row " << r << " of " << count << " value "
+                        << i;
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ namespace {
 struct Vec8 {
     using Reg = __m256;
     static constexpr int kWidth = 8;
+    static constexpr int kVectors = 2;    // 8 score accumulators of 16 registers
     static constexpr int kValueDims = 4;  // 8 accumulators of 16 registers
     static Reg zero() { return _mm256_setzero_ps(); }
     static Reg broadcast(float f) { return _mm256_set1_ps(f); }

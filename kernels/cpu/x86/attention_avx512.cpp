@@ -8,6 +8,7 @@ namespace {
 struct Vec16 {
     using Reg = __m512;
     static constexpr int kWidth = 16;
+    static constexpr int kVectors = 4;    // 16 score accumulators of 32 registers
     static constexpr int kValueDims = 8;  // 16 accumulators of 32 registers
     // The maskz forms below: the plain ones expand to _mm512_undefined_ps, which GCC 12 warns
     // about.

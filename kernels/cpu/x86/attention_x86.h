@@ -5,8 +5,9 @@
 //
 // Each key/value row is widened to f32 once per call and used by every row of the call (the
 // query heads of a GQA group, and in a prefill chunk several tokens of one sequence).
-// Each vector type names kValueDims: the output dimensions one pass over the values keeps in
-// registers (with two vectors of rows, 2 x kValueDims accumulators).
+// Each vector type names kVectors, the vectors of lanes (rows) it takes side by side at most,
+// and kValueDims, the output dimensions one pass over the values keeps in registers with two
+// vectors of rows (2 x kValueDims accumulators; with four, half as many dimensions).
 
 #include <algorithm>
 #include <cmath>
@@ -81,20 +82,48 @@ typename V::Reg softmaxLanes(float* s, std::ptrdiff_t stride, std::int64_t longe
     return V::div(V::broadcast(1.0f), sum);
 }
 
+// Walks the K or V rows of KV head g from token t on: the first element of each row, looking
+// the block table up once per block rather than dividing by the block size for every row.
+class RowCursor {
+public:
+    RowCursor(const PagedKv& kv, int g, std::int64_t t)
+        : m_kv(kv), m_g(g), m_t(t), m_inBlock(int(t % kv.blockSize)), m_element(first()) {}
+    std::int64_t element() const { return m_element; }
+    void next() {
+        ++m_t;
+        if (++m_inBlock < m_kv.blockSize) {
+            m_element += std::int64_t(m_kv.kvHeads) * m_kv.headDim;
+        } else {
+            m_inBlock = 0;
+            m_element = first();
+        }
+    }
+
+private:
+    std::int64_t first() const {
+        return ((m_kv.page(m_t) * m_kv.blockSize + m_inBlock) * m_kv.kvHeads + m_g) * m_kv.headDim;
+    }
+    const PagedKv& m_kv;
+    int m_g;
+    std::int64_t m_t;
+    int m_inBlock;
+    std::int64_t m_element;
+};
+
 // Rows [t0, t0 + n) of K or V (`base`) for KV head g, widened to f32 into `to` (n x d floats).
 template <class V>
 void widenRows(const PagedKv& kv, int g, const void* base, std::int64_t t0, int n, float* to) {
     constexpr int W = V::kWidth;
     const int d = kv.headDim, full = d / W * W;
     const bool f16 = kv.type == TensorType::F16;
-    for (int k = 0; k < n; ++k) {
-        const std::int64_t t = t0 + k, block = kv.page(t);
-        const std::int64_t e = ((block * kv.blockSize + t % kv.blockSize) * kv.kvHeads + g) * d;
-        float* row = to + std::int64_t(k) * d;
+    RowCursor row(kv, g, t0);
+    for (int k = 0; k < n; ++k, row.next()) {
+        const std::int64_t e = row.element();
+        float* out = to + std::int64_t(k) * d;
         for (int i = 0; i < full; i += W)
-            V::store(row + i, loadChunk<V>(base, e, i, f16));
+            V::store(out + i, loadChunk<V>(base, e, i, f16));
         for (int i = full; i < d; ++i)
-            row[i] = loadScalar<V>(base, e, i, f16);
+            out[i] = loadScalar<V>(base, e, i, f16);
     }
 }
 
@@ -151,7 +180,7 @@ void scoreKeys(const float* qt, const PagedKv& kv, int g, std::int64_t longest, 
 template <class V, int N>
 void weighValues(const float* s, const PagedKv& kv, int g, std::int64_t longest, float* widened,
                  float* ot) {
-    constexpr int W = V::kWidth, L = N * W, D = V::kValueDims;
+    constexpr int W = V::kWidth, L = N * W, D = N > 2 ? V::kValueDims / 2 : V::kValueDims;
     using Reg = typename V::Reg;
     const int d = kv.headDim, blocked = d / D * D;
     for (int i = 0; i < d * L; i += W)
@@ -225,16 +254,21 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
 }
 
 // Up to kAttendTile rows: one vector of lanes when they fit (a decode step's query heads), else
-// two side by side, as many times as needed.
+// two, else (where the registers allow) four side by side, as many times as needed. The more
+// rows a call takes, the fewer times each K and V row is widened per row.
 template <class V>
 void attendRowsX86(const AttentionRow* rows, int count, const PagedKv& kv, int g, float scale,
                    float* scratch) {
-    if (count <= V::kWidth) {
+    constexpr int W = V::kWidth;
+    if (count <= W) {
         attendLanes<V, 1>(rows, count, kv, g, scale, scratch);
-        return;
+    } else if (V::kVectors < 4 || count <= 2 * W) {
+        for (int r = 0; r < count; r += 2 * W)
+            attendLanes<V, 2>(rows + r, std::min(2 * W, count - r), kv, g, scale, scratch);
+    } else {
+        for (int r = 0; r < count; r += 4 * W)
+            attendLanes<V, 4>(rows + r, std::min(4 * W, count - r), kv, g, scale, scratch);
     }
-    for (int r = 0; r < count; r += 2 * V::kWidth)
-        attendLanes<V, 2>(rows + r, std::min(2 * V::kWidth, count - r), kv, g, scale, scratch);
 }
 
 }  // namespace

@@ -84,11 +84,14 @@ inline void addFifthBits(__m256i* q, __m256i high, std::integer_sequence<int, kB
 // Rows 8h..8h+7 of a packed q4_K (q5_K) group against R activation rows.
 template <bool kFiveBit, int R>
 void packedHalfQ45K(const std::uint8_t* group, int h, std::int64_t superBlocks,
-                    const BlockQ8K* const* x, __m256* acc) {
+                    const BlockQ8K* const* x, __m256* out) {
     constexpr TensorType kType = kFiveBit ? TensorType::Q5_K : TensorType::Q4_K;
     constexpr std::int64_t kSub = packedKSubBlockBytes(kType);
     constexpr std::int64_t kBytes = packedKSuperBlockBytes(kType);
     const __m256i lowMask = _mm256_set1_epi8(0x0F);
+    // Summed in registers and stored once at the end: __m256 may alias anything, so sums
+    // kept in out[] would be stored at every block.
+    __m256 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm256_setzero_ps();
     for (std::int64_t i = 0; i < superBlocks; ++i) {
@@ -129,16 +132,20 @@ void packedHalfQ45K(const std::uint8_t* group, int h, std::int64_t superBlocks,
             acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[r]), _mm256_mul_ps(dmin, dx), acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 // Rows 8h..8h+7 of a packed q6_K group against R activation rows; the +32 offset of the values
 // is taken out through the activation sums, scaled like the products.
 template <int R>
 void packedHalfQ6K(const std::uint8_t* group, int h, std::int64_t superBlocks,
-                   const BlockQ8K* const* x, __m256* acc) {
+                   const BlockQ8K* const* x, __m256* out) {
     constexpr std::int64_t kSub = packedKSubBlockBytes(TensorType::Q6_K);
     constexpr std::int64_t kBytes = packedKSuperBlockBytes(TensorType::Q6_K);
     const __m256i lowMask = _mm256_set1_epi8(0x0F);
+    // In registers, as above.
+    __m256 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm256_setzero_ps();
     for (std::int64_t i = 0; i < superBlocks; ++i) {
@@ -190,6 +197,8 @@ void packedHalfQ6K(const std::uint8_t* group, int h, std::int64_t superBlocks,
                                      _mm256_mul_ps(d, _mm256_set1_ps(x[r][i].d)), acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 template <int R>
@@ -209,10 +218,12 @@ void packedHalfK(TensorType type, const std::uint8_t* group, int h, std::int64_t
 // vpmaddubsw results holds: 8 products of values < 32 and |x| <= 127 reach 31496 at most.
 template <TensorType kType, int R>
 void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const BlockQ8Act* const* x,
-                __m256* acc) {
+                __m256* out) {
     constexpr std::int64_t kBytes = packedBlockBytes(kType);
     constexpr auto kOffset = float(packedOffset(kType));
     const __m256i lowMask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    // In registers, as above.
+    __m256 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm256_setzero_ps();
     for (std::int64_t b = 0; b < blocks; ++b) {
@@ -251,6 +262,8 @@ void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const Blo
                                       acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 // Rows 8h..8h+7 of a packed q8_0 group against R activation rows. Without vpdpbusd the stored
@@ -259,9 +272,11 @@ void packedHalf(const std::uint8_t* group, int h, std::int64_t blocks, const Blo
 // and cannot saturate (each pair is widened to int32 before the next is added: two would).
 template <int R>
 void packedHalfQ8(const std::uint8_t* group, int h, std::int64_t blocks, const BlockQ8Act* const* x,
-                  __m256* acc) {
+                  __m256* out) {
     constexpr std::int64_t kBytes = packedBlockBytes(TensorType::Q8_0);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    // In registers, as above.
+    __m256 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm256_setzero_ps();
     for (std::int64_t b = 0; b < blocks; ++b) {
@@ -286,6 +301,8 @@ void packedHalfQ8(const std::uint8_t* group, int h, std::int64_t blocks, const B
                                      _mm256_mul_ps(d, _mm256_set1_ps(x[r][b].d)), acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 // Decoding (one activation row) through q8_0: both halves of each 16-row group in the same loop,

@@ -100,7 +100,7 @@ inline void unpackDotVectors(const std::uint8_t* values, __m512i q[8]) {
 constexpr std::int64_t kPairRows = 16;
 
 // G groups of 16 packed q8_0, q5_0 or q4_0 rows (groupBytes apart) against R activation rows;
-// acc[r * G + g] gets rows 16g..16g+15 for activation row r. Per block, each dot product starts
+// out[r * G + g] gets rows 16g..16g+15 for activation row r. Per block, each dot product starts
 // from -offset * sum(x) and takes 8 vpdpbusd, so it ends as the exact integer sum of
 // (stored - offset) * x, and one multiply-add scales it by both blocks' scales: one vector
 // instruction fewer per row and block than taking the offset out in float, on the multiply pipes
@@ -108,9 +108,12 @@ constexpr std::int64_t kPairRows = 16;
 // per vpdpbusd: it pays for a prefill chunk, not for a few decoding rows (matmulPackedAvx512).
 template <TensorType kType, int G, int R>
 void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64_t blocks,
-                  const BlockQ8Act* const* x, __m512* acc) {
+                  const BlockQ8Act* const* x, __m512* out) {
     constexpr std::int64_t kBytes = packedBlockBytes(kType);
     constexpr int kOffset = packedOffset(kType);
+    // Summed in registers and stored once at the end: __m512 may alias anything, so sums
+    // kept in out[] would be stored at every block.
+    __m512 acc[R * G];
     for (int i = 0; i < R * G; ++i)
         acc[i] = _mm512_setzero_ps();
     for (std::int64_t b = 0; b < blocks; ++b) {
@@ -149,6 +152,8 @@ void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64
                                                  acc[r * G + g]);
         }
     }
+    for (int i = 0; i < R * G; ++i)
+        out[i] = acc[i];
 }
 
 template <int G, int R>
@@ -194,10 +199,12 @@ inline __m512i sixBitHigh(__m512i high) {
 // minimums through the activation sums, so floats are touched once per super-block.
 template <bool kFiveBit, int R>
 void packedGroupQ45K(const std::uint8_t* group, std::int64_t superBlocks, const BlockQ8K* const* x,
-                     __m512* acc) {
+                     __m512* out) {
     constexpr TensorType kType = kFiveBit ? TensorType::Q5_K : TensorType::Q4_K;
     constexpr std::int64_t kSub = packedKSubBlockBytes(kType);
     constexpr std::int64_t kBytes = packedKSuperBlockBytes(kType);
+    // In registers, as above.
+    __m512 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm512_setzero_ps();
     for (std::int64_t i = 0; i < superBlocks; ++i) {
@@ -233,6 +240,8 @@ void packedGroupQ45K(const std::uint8_t* group, std::int64_t superBlocks, const 
             acc[r] = _mm512_fnmadd_ps(toFloat(mins[r]), _mm512_mul_ps(dmin, dx), acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 // One 16-row group of packed q6_K rows against R activation rows. Each 16-value dot product
@@ -240,10 +249,12 @@ void packedGroupQ45K(const std::uint8_t* group, std::int64_t superBlocks, const 
 // scaled by its signed 8-bit scale in int32.
 template <int R>
 void packedGroupQ6K(const std::uint8_t* group, std::int64_t superBlocks, const BlockQ8K* const* x,
-                    __m512* acc) {
+                    __m512* out) {
     constexpr std::int64_t kSub = packedKSubBlockBytes(TensorType::Q6_K);
     constexpr std::int64_t kBytes = packedKSuperBlockBytes(TensorType::Q6_K);
     const __m512i lowMask = _mm512_set1_epi8(0x0F);
+    // In registers, as above.
+    __m512 acc[R];
     for (int r = 0; r < R; ++r)
         acc[r] = _mm512_setzero_ps();
     for (std::int64_t i = 0; i < superBlocks; ++i) {
@@ -293,6 +304,8 @@ void packedGroupQ6K(const std::uint8_t* group, std::int64_t superBlocks, const B
                                      acc[r]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        out[i] = acc[i];
 }
 
 template <int R>

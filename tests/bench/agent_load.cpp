@@ -556,6 +556,17 @@ std::string reportJson(const AgentLoadOptions& options, const AgentLoadReport& r
     OrderedJson byTurn = OrderedJson::array();
     for (const double t : report.ttftMeanByTurn)
         byTurn.push_back(t < 0 ? OrderedJson() : OrderedJson(t));
+    // Each request, to see which ones set the percentiles (-1 where nothing came or the server
+    // did not say).
+    OrderedJson each = OrderedJson::array();
+    for (const RequestRecord& r : report.records) {
+        each.push_back({{"session", r.session},
+                        {"turn", r.turn},
+                        {"ttft_s", r.ttft},
+                        {"total_s", r.total},
+                        {"prompt_tokens", r.promptTokens},
+                        {"cached_tokens", r.cachedTokens}});
+    }
     const double rate = report.cacheHitRate();
     const OrderedJson json = {
         {"endpoint", options.endpoint},
@@ -582,6 +593,7 @@ std::string reportJson(const AgentLoadOptions& options, const AgentLoadReport& r
         {"cached_tokens", report.cachedTokens},
         {"cache_hit_rate", rate < 0 ? OrderedJson() : OrderedJson(rate)},
         {"first_error", report.firstError.empty() ? OrderedJson() : OrderedJson(report.firstError)},
+        {"each_request", each},
     };
     return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }

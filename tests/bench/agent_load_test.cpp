@@ -321,6 +321,11 @@ TEST_F(AgentLoadTest, ExitsNonzeroWithTheStatusAndBodyWhenARequestFails) {
     const Json report = Json::parse(out.str());
     EXPECT_EQ(report.at("requests"), 4);  // a session stops at its first failure
     EXPECT_EQ(report.at("errors"), 2);
+    ASSERT_EQ(report.at("each_request").size(), 4u);
+    for (const Json& r : report.at("each_request")) {
+        EXPECT_EQ(r.at("turn") == 0, r.at("ttft_s") >= 0) << r.dump();  // turn 1 failed
+        EXPECT_GE(r.at("total_s"), 0) << r.dump();
+    }
     const std::string firstError = report.at("first_error");
     EXPECT_NE(firstError.find("session 0 turn 1"), std::string::npos) << firstError;
     EXPECT_NE(firstError.find("HTTP 500"), std::string::npos) << firstError;

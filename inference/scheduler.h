@@ -15,8 +15,9 @@
 //   (endStepAtPromptEnd): the sequence's first token then comes a whole chunk sooner, and each
 //   prompt still being read behind it waits one more step, the decode tokens and the fixed cost
 //   of a step (stepOverheadTokens). The step ends where that lowers the sum of the first-token
-//   times; four agents that start together on one system prompt get their first tokens 0.3-0.5 s
-//   sooner each on the CPU, and many short prompts behind many decoders still share steps.
+//   times: of four agents started together on one system prompt, the second gets its first
+//   token about 0.5 s sooner on a 2-core CPU, while many short prompts behind many decoders
+//   still share steps.
 // - Prefix cache: every full KV block is named by a hash chain (SHA-256 over the parent block's
 //   name and the block's tokens, image hashes and rotary positions) and, once written, published
 //   in the cache under that name. A new request walks its prompt's chain and takes every leading

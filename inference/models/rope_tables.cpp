@@ -29,9 +29,10 @@ void RopeTables::build(std::span<const TokenInput> batch, const ModelConfig& con
     }
 }
 
-void RopeTables::apply(float* x, int heads, int headDim) const {
+void RopeTables::apply(float* x, int heads, int headDim, std::int64_t begin,
+                       std::int64_t end) const {
     const std::int64_t pairs = m_dims / 2, stride = std::int64_t(heads) * headDim;
-    for (std::int64_t t = 0; t < m_tokens; ++t) {
+    for (std::int64_t t = begin; t < end; ++t) {
         kernels::ropeNeox(x + t * stride, heads, headDim, m_dims, m_cos.data() + t * pairs,
                           m_sin.data() + t * pairs);
     }

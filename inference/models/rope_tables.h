@@ -20,8 +20,10 @@ public:
     void build(std::span<const TokenInput> batch, const ModelConfig& config);
 
     // NEOX-rotates the first ropeDims values of each head of x (tokens x heads x headDim, the
-    // tokens of the last build()).
-    void apply(float* x, int heads, int headDim) const;
+    // tokens of the last build()); the second form only tokens [begin, end), so that threads
+    // can share a pass (x still points at token 0).
+    void apply(float* x, int heads, int headDim) const { apply(x, heads, headDim, 0, m_tokens); }
+    void apply(float* x, int heads, int headDim, std::int64_t begin, std::int64_t end) const;
 
     // The tables of the last build(), tokens x ropeDims / 2 each (what a device backend uploads).
     std::span<const float> cosines() const { return m_cos; }

@@ -111,6 +111,7 @@ void attendDense(int layer, std::span<const TokenInput> batch, const float* q, i
     struct Tile {
         std::int64_t token, tokens;  // batch[token, token + tokens)
         int kvHead, headBegin, headEnd;
+        std::int64_t cost;  // keys x rows, what the tile's time is about proportional to
     };
     const int tile = kernels::attendRowsTile();
     const std::int64_t tokensPerTile = std::max<std::int64_t>(1, tile / group);
@@ -121,31 +122,50 @@ void attendDense(int layer, std::span<const TokenInput> batch, const float* q, i
         while (t + n < T && n < tokensPerTile &&
                batch[std::size_t(t + n)].sequence == batch[std::size_t(t)].sequence)
             ++n;
-        for (int g = 0; g < G; ++g)
-            for (int h = int(g * group); h < int((g + 1) * group); h += tile)
-                tiles.push_back(
-                    {t, n, g, h, int(std::min<std::int64_t>((g + 1) * group, h + tile))});
+        std::int64_t keys = 0;
         for (std::int64_t i = t; i < t + n; ++i)
-            longest = std::max(longest, batch[std::size_t(i)].slot + 1);
+            keys = std::max(keys, batch[std::size_t(i)].slot + 1);
+        longest = std::max(longest, keys);
+        for (int g = 0; g < G; ++g) {
+            for (int h = int(g * group); h < int((g + 1) * group); h += tile) {
+                const int end = int(std::min<std::int64_t>((g + 1) * group, h + tile));
+                tiles.push_back({t, n, g, h, end, keys * n * (end - h)});
+            }
+        }
         t += n;
     }
-    pool.parallelFor(std::int64_t(tiles.size()), 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> scratch(std::size_t(kernels::attendRowsScratch(int(hd), longest)));
-        std::vector<kernels::AttentionRow> rows(static_cast<std::size_t>(tile));
-        for (std::int64_t i = begin; i < end; ++i) {
-            const Tile& part = tiles[std::size_t(i)];
-            const TokenInput& first = batch[std::size_t(part.token)];
-            int count = 0;
-            for (std::int64_t t = part.token; t < part.token + part.tokens; ++t) {
-                for (int h = part.headBegin; h < part.headEnd; ++h) {
-                    const std::int64_t at = (t * heads + h) * hd;
-                    rows[count++] = {q + at, out + at, batch[std::size_t(t)].slot + 1};
+    // Longest first, in many pieces that the threads claim as they finish: a prefill chunk's
+    // last tokens see several times the keys of its first ones, and a thread that the OS
+    // deschedules leaves its pieces to the others. Each tile's result is the same whoever runs
+    // it, in whatever order.
+    std::stable_sort(tiles.begin(), tiles.end(),
+                     [](const Tile& a, const Tile& b) { return a.cost > b.cost; });
+    constexpr int kPiecesPerThread = 8;
+    const std::int64_t scratchFloats = kernels::attendRowsScratch(int(hd), longest);
+    pool.parallelFor(
+        std::int64_t(tiles.size()), 1,
+        [&](std::int64_t begin, std::int64_t end) {
+            // Kept between calls: a piece's scratch is up to kAttendTile x longest floats, too
+            // many to allocate and clear for every piece.
+            thread_local std::vector<float> scratch;
+            if (std::int64_t(scratch.size()) < scratchFloats)
+                scratch.resize(std::size_t(scratchFloats));
+            std::vector<kernels::AttentionRow> rows(static_cast<std::size_t>(tile));
+            for (std::int64_t i = begin; i < end; ++i) {
+                const Tile& part = tiles[std::size_t(i)];
+                const TokenInput& first = batch[std::size_t(part.token)];
+                int count = 0;
+                for (std::int64_t t = part.token; t < part.token + part.tokens; ++t) {
+                    for (int h = part.headBegin; h < part.headEnd; ++h) {
+                        const std::int64_t at = (t * heads + h) * hd;
+                        rows[count++] = {q + at, out + at, batch[std::size_t(t)].slot + 1};
+                    }
                 }
+                kernels::attendRows(rows.data(), count, pagedKv(cache, layer, first.sequence),
+                                    part.kvHead, scale, scratch.data());
             }
-            kernels::attendRows(rows.data(), count, pagedKv(cache, layer, first.sequence),
-                                part.kvHead, scale, scratch.data());
-        }
-    });
+        },
+        kPiecesPerThread);
 }
 
 void appendLogits(std::span<const TokenInput> batch, const float* x, const float* norm, float eps,

@@ -53,28 +53,47 @@ typename V::Reg expNonPositive(typename V::Reg x) {
     return V::timesPowerOfTwo(e, n);
 }
 
-// Exponentials per lane of the scores s (longest keys x a row of `stride` floats, this vector's
-// W lanes at offset 0) over each lane's own keys (a key past a lane's length counts as -inf, so
-// it adds exactly 0): scale, max, then e^(x - max) in place, summed in key order. Returns 1 / sum
-// per lane; the caller scales the weighted sum by it.
-template <class V>
-typename V::Reg softmaxLanes(float* s, std::ptrdiff_t stride, std::int64_t longest,
-                             const AttentionRow* rows, int count, float scale) {
-    constexpr int W = V::kWidth;
-    float lengths[W];
-    for (int r = 0; r < W; ++r)
-        lengths[r] = r < count ? float(rows[r].length) : 0.0f;  // exact below 2^24 keys
-    const typename V::Reg lens = V::load(lengths),
-                          minusInf = V::broadcast(-std::numeric_limits<float>::infinity());
-    typename V::Reg max = minusInf, sum = V::zero();
-    for (std::int64_t t = 0; t < longest; ++t) {
-        const typename V::Reg scaled = V::mul(V::load(s + t * stride), V::broadcast(scale));
-        max = V::max(max, V::ifLess(V::broadcast(float(t)), lens, scaled, minusInf));
-        V::store(s + t * stride, scaled);
+// A tile's query rows as lanes: each lane's key count (0 past the rows), and the fewest keys
+// any row has. Keys below `shortest` count for every lane, so only the keys from there on need
+// a lane-by-lane mask (the last few tokens of a prefill chunk's tile).
+template <class V, int N>
+struct LaneLengths {
+    LaneLengths(const AttentionRow* rows, int count) {
+        float lengths[N * V::kWidth];
+        shortest = count > 0 ? rows[0].length : 0;
+        for (int r = 0; r < N * V::kWidth; ++r) {
+            lengths[r] = r < count ? float(rows[r].length) : 0.0f;  // exact below 2^24 keys
+            if (r < count) shortest = std::min(shortest, rows[r].length);
+        }
+        for (int v = 0; v < N; ++v)
+            of[v] = V::load(lengths + v * V::kWidth);
     }
-    for (std::int64_t t = 0; t < longest; ++t) {
+    // x where key t is among the lane's keys, else -inf.
+    typename V::Reg maskAbove(std::int64_t t, int v, typename V::Reg x) const {
+        return V::ifLess(V::broadcast(float(t)), of[v], x,
+                         V::broadcast(-std::numeric_limits<float>::infinity()));
+    }
+    typename V::Reg of[N];
+    std::int64_t shortest;
+};
+
+// e^(s - max) per lane in place over the first `longest` keys (the scaled scores of vector v
+// of the lanes, a row of `stride` floats per key, masked keys 0 so that they add exactly 0),
+// summed in key order. Returns 1 / sum per lane; the caller scales the weighted sum by it.
+template <class V, int N>
+typename V::Reg softmaxLanes(float* s, std::ptrdiff_t stride, std::int64_t longest,
+                             const LaneLengths<V, N>& lanes, int v, typename V::Reg max) {
+    typename V::Reg sum = V::zero();
+    const std::int64_t open = std::min(lanes.shortest, longest);
+    std::int64_t t = 0;
+    for (; t < open; ++t) {
+        const typename V::Reg e = expNonPositive<V>(V::sub(V::load(s + t * stride), max));
+        sum = V::add(sum, e);
+        V::store(s + t * stride, e);
+    }
+    for (; t < longest; ++t) {
         const typename V::Reg e =
-            V::ifLess(V::broadcast(float(t)), lens,
+            V::ifLess(V::broadcast(float(t)), lanes.of[v],
                       expNonPositive<V>(V::sub(V::load(s + t * stride), max)), V::zero());
         sum = V::add(sum, e);
         V::store(s + t * stride, e);
@@ -127,15 +146,20 @@ void widenRows(const PagedKv& kv, int g, const void* base, std::int64_t t0, int 
     }
 }
 
-// s[t] = the N x W lanes' q . K[t] for the first `longest` keys: each widened K value broadcast
-// and multiplied into the N query vectors of its dimension (qt, dimension-major), 4 keys at a
-// time (the block's tail one at a time, summing the same way: in dimension order).
+// s[t] = scale * (the N x W lanes' q . K[t]) for the first `longest` keys, and in max the
+// largest of each lane's own: each widened K value broadcast and multiplied into the N query
+// vectors of its dimension (qt, dimension-major), 4 keys at a time (the block's tail one at a
+// time, summing the same way: in dimension order).
 template <class V, int N>
-void scoreKeys(const float* qt, const PagedKv& kv, int g, std::int64_t longest, float* widened,
-               float* s) {
+void scoreKeys(const float* qt, const PagedKv& kv, int g, std::int64_t longest,
+               const LaneLengths<V, N>& lanes, float scale, float* widened, float* s,
+               typename V::Reg max[N]) {
     constexpr int W = V::kWidth, L = N * W;
     using Reg = typename V::Reg;
     const int d = kv.headDim;
+    const Reg scaleBy = V::broadcast(scale);
+    for (int v = 0; v < N; ++v)
+        max[v] = V::broadcast(-std::numeric_limits<float>::infinity());
     for (std::int64_t t0 = 0; t0 < longest; t0 += kKeyBlock) {
         const int keys = int(std::min<std::int64_t>(kKeyBlock, longest - t0));
         widenRows<V>(kv, g, kv.keys, t0, keys, widened);
@@ -170,6 +194,15 @@ void scoreKeys(const float* qt, const PagedKv& kv, int g, std::int64_t longest, 
             }
             for (int v = 0; v < N; ++v)
                 V::store(s + (t0 + k) * L + v * W, acc[v]);
+        }
+        // The block's scores scaled and taken into the lanes' maxima while they are in L1.
+        for (std::int64_t t = t0; t < t0 + keys; ++t) {
+            for (int v = 0; v < N; ++v) {
+                const Reg scaled = V::mul(V::load(s + t * L + v * W), scaleBy);
+                max[v] =
+                    V::max(max[v], t < lanes.shortest ? scaled : lanes.maskAbove(t, v, scaled));
+                V::store(s + t * L + v * W, scaled);
+            }
         }
     }
 }
@@ -239,11 +272,11 @@ void attendLanes(const AttentionRow* rows, int count, const PagedKv& kv, int g, 
     for (int i = 0; i < d; ++i)
         for (int r = 0; r < L; ++r)
             qt[i * L + r] = r < count ? rows[r].q[i] : 0.0f;
-    scoreKeys<V, N>(qt, kv, g, longest, widened, s);
-    typename V::Reg inverse[N];
+    const LaneLengths<V, N> lanes(rows, count);
+    typename V::Reg max[N], inverse[N];
+    scoreKeys<V, N>(qt, kv, g, longest, lanes, scale, widened, s, max);
     for (int v = 0; v < N; ++v)
-        inverse[v] = softmaxLanes<V>(s + v * W, L, longest, rows + v * W,
-                                     std::clamp(count - v * W, 0, W), scale);
+        inverse[v] = softmaxLanes<V, N>(s + v * W, L, longest, lanes, v, max[v]);
     weighValues<V, N>(s, kv, g, longest, widened, ot);
     for (int i = 0; i < d; ++i)
         for (int v = 0; v < N; ++v)

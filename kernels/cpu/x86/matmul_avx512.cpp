@@ -99,20 +99,21 @@ inline void unpackDotVectors(const std::uint8_t* values, __m512i q[8]) {
 // Activation rows from which matmulPackedAvx512 takes two groups at a time.
 constexpr std::int64_t kPairRows = 16;
 
-// G groups of 16 packed q8_0, q5_0 or q4_0 rows (groupBytes apart) against R activation rows;
-// out[r * G + g] gets rows 16g..16g+15 for activation row r. Per block, each dot product starts
-// from -offset * sum(x) and takes 8 vpdpbusd, so it ends as the exact integer sum of
-// (stored - offset) * x, and one multiply-add scales it by both blocks' scales: one vector
-// instruction fewer per row and block than taking the offset out in float, on the multiply pipes
-// vpdpbusd needs. With G = 2 each activation broadcast feeds two vpdpbusd, which halves the loads
-// per vpdpbusd: it pays for a prefill chunk, not for a few decoding rows (matmulPackedAvx512).
+// G groups of 16 packed q8_0, q5_0 or q4_0 rows (groupBytes apart) against R activation rows
+// (x, `blocks` apart), written to y (yStride apart; the first `columns` of the G x 16 outputs of
+// a row, the others masked off). Per block, each dot product starts from -offset * sum(x) and
+// takes 8 vpdpbusd, so it ends as the exact integer sum of (stored - offset) * x, and one
+// multiply-add scales it by both blocks' scales: one vector instruction fewer per row and block
+// than taking the offset out in float, on the multiply pipes vpdpbusd needs. With G = 2 each
+// activation broadcast feeds two vpdpbusd, which halves the loads per vpdpbusd: it pays for a
+// prefill chunk, not for a few decoding rows (matmulPackedAvx512).
 template <TensorType kType, int G, int R>
 void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64_t blocks,
-                  const BlockQ8Act* const* x, __m512* out) {
+                  const BlockQ8Act* x, float* y, std::ptrdiff_t yStride, std::int64_t columns) {
     constexpr std::int64_t kBytes = packedBlockBytes(kType);
     constexpr int kOffset = packedOffset(kType);
     // Summed in registers and stored once at the end: __m512 may alias anything, so sums
-    // kept in out[] would be stored at every block.
+    // kept in memory would be stored at every block.
     __m512 acc[R * G];
     for (int i = 0; i < R * G; ++i)
         acc[i] = _mm512_setzero_ps();
@@ -121,7 +122,7 @@ void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64
         __m512i dot[R * G];
         for (int r = 0; r < R; ++r)
             for (int g = 0; g < G; ++g)
-                dot[r * G + g] = _mm512_set1_epi32(-kOffset * x[r][b].sum);
+                dot[r * G + g] = _mm512_set1_epi32(-kOffset * x[r * blocks + b].sum);
         [&]<int... kU>(std::integer_sequence<int, kU...>) {
             const auto pair = [&]<int kPair>() {
                 __m512i low[G], high[G];
@@ -129,8 +130,9 @@ void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64
                     unpackDotPair<kType, kPair>(block + g * groupBytes + 2 * kPackRows, low[g],
                                                 high[g]);
                 for (int r = 0; r < R; ++r) {
-                    const __m512i xLow = broadcast4(x[r][b].qs + 4 * kPair);
-                    const __m512i xHigh = broadcast4(x[r][b].qs + 16 + 4 * kPair);
+                    const BlockQ8Act& xb = x[r * blocks + b];
+                    const __m512i xLow = broadcast4(xb.qs + 4 * kPair);
+                    const __m512i xHigh = broadcast4(xb.qs + 16 + 4 * kPair);
                     for (int g = 0; g < G; ++g) {
                         dot[r * G + g] = _mm512_dpbusd_epi32(dot[r * G + g], low[g], xLow);
                         dot[r * G + g] = _mm512_dpbusd_epi32(dot[r * G + g], high[g], xHigh);
@@ -146,41 +148,42 @@ void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64
                 __mmask16(0xFFFF),
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + g * groupBytes)));
         for (int r = 0; r < R; ++r) {
-            const __m512 dx = _mm512_set1_ps(x[r][b].d);
+            const __m512 dx = _mm512_set1_ps(x[r * blocks + b].d);
             for (int g = 0; g < G; ++g)
                 acc[r * G + g] = _mm512_fmadd_ps(toFloat(dot[r * G + g]), _mm512_mul_ps(d[g], dx),
                                                  acc[r * G + g]);
         }
     }
-    for (int i = 0; i < R * G; ++i)
-        out[i] = acc[i];
-}
-
-template <int G, int R>
-void packedGroups(TensorType type, const std::uint8_t* group, std::int64_t groupBytes,
-                  std::int64_t blocks, const BlockQ8Act* const* x, __m512* acc) {
-    switch (type) {
-        case TensorType::Q8_0:
-            return packedGroups<TensorType::Q8_0, G, R>(group, groupBytes, blocks, x, acc);
-        case TensorType::Q5_0:
-            return packedGroups<TensorType::Q5_0, G, R>(group, groupBytes, blocks, x, acc);
-        default:
-            return packedGroups<TensorType::Q4_0, G, R>(group, groupBytes, blocks, x, acc);
+    for (int g = 0; g < G; ++g) {
+        const std::int64_t here = std::clamp<std::int64_t>(columns - g * kPackRows, 0, kPackRows);
+        const auto lanes = __mmask16((1u << here) - 1u);
+        for (int r = 0; r < R; ++r)
+            _mm512_mask_storeu_ps(y + r * yStride + g * kPackRows, lanes, acc[r * G + g]);
     }
 }
 
-template <int G>
-void packedGroups(int rows, TensorType type, const std::uint8_t* group, std::int64_t groupBytes,
-                  std::int64_t blocks, const BlockQ8Act* const* x, __m512* acc) {
-    switch (rows) {
-        case 4:
-            return packedGroups<G, 4>(type, group, groupBytes, blocks, x, acc);
+// Activation rows [r0, r1) against G groups: four rows per packedGroups call, the last one to
+// three in one more.
+template <TensorType kType, int G>
+void packedPanel(const std::uint8_t* group, std::int64_t groupBytes, std::int64_t blocks,
+                 const BlockQ8Act* x, std::int64_t r0, std::int64_t r1, float* y,
+                 std::ptrdiff_t yStride, std::int64_t columns) {
+    std::int64_t i = r0;
+    for (; i + 4 <= r1; i += 4)
+        packedGroups<kType, G, 4>(group, groupBytes, blocks, x + i * blocks, y + i * yStride,
+                                  yStride, columns);
+    switch (r1 - i) {
         case 3:
-            return packedGroups<G, 3>(type, group, groupBytes, blocks, x, acc);
+            return packedGroups<kType, G, 3>(group, groupBytes, blocks, x + i * blocks,
+                                             y + i * yStride, yStride, columns);
         case 2:
-            return packedGroups<G, 2>(type, group, groupBytes, blocks, x, acc);
+            return packedGroups<kType, G, 2>(group, groupBytes, blocks, x + i * blocks,
+                                             y + i * yStride, yStride, columns);
+        case 1:
+            return packedGroups<kType, G, 1>(group, groupBytes, blocks, x + i * blocks,
+                                             y + i * yStride, yStride, columns);
         default:
-            return packedGroups<G, 1>(type, group, groupBytes, blocks, x, acc);
+            return;
     }
 }
 
@@ -441,12 +444,13 @@ void quantizeActivationRowKAvx512(const float* x, std::int64_t k, void* blocks) 
     }
 }
 
-void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t k,
-                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
-                        std::int64_t nBegin, std::int64_t nEnd) {
-    constexpr int kRows = 4;
+namespace {
+
+template <TensorType kType>
+void matmulPackedOf(const void* packed, std::int64_t k, const void* prepared, std::int64_t m,
+                    float* y, std::ptrdiff_t yStride, std::int64_t nBegin, std::int64_t nEnd) {
     const std::int64_t blocks = k / kQK;
-    const std::int64_t groupBytes = blocks * packedBlockBytes(weightType);
+    const std::int64_t groupBytes = blocks * packedBlockBytes(kType);
     const auto* groups = static_cast<const std::uint8_t*>(packed);
     const auto* x = static_cast<const BlockQ8Act*>(prepared);
     // Two groups at a time for prefill chunks: on Zen 5, 1.15-1.3x over one for Qwen2.5-0.5B's
@@ -457,33 +461,38 @@ void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t 
     // Activation rows in panels that stay in L2 while this thread's groups pass over them, as in
     // matmulPackedKAvx512.
     const std::int64_t panel = std::max<std::int64_t>(
-        kRows, kPanelBytes / (blocks * std::int64_t(sizeof(BlockQ8Act))) / kRows * kRows);
+        4, kPanelBytes / (blocks * std::int64_t(sizeof(BlockQ8Act))) / 4 * 4);
     for (std::int64_t p0 = 0; p0 < m; p0 += panel) {
         const std::int64_t p1 = std::min(m, p0 + panel);
         for (std::int64_t n0 = nBegin; n0 < nEnd;) {
             const std::uint8_t* group = groups + (n0 / kPackRows) * groupBytes;
             const int here = nEnd - n0 > kPackRows ? pairing : 1;
-            for (std::int64_t i0 = p0; i0 < p1; i0 += kRows) {
-                const BlockQ8Act* rows[kRows];
-                const int count = int(std::min<std::int64_t>(kRows, p1 - i0));
-                for (int r = 0; r < count; ++r)
-                    rows[r] = x + (i0 + r) * blocks;
-                __m512 acc[2 * kRows];
-                if (here == 2)
-                    packedGroups<2>(count, weightType, group, groupBytes, blocks, rows, acc);
-                else
-                    packedGroups<1>(count, weightType, group, groupBytes, blocks, rows, acc);
-                for (int g = 0; g < here; ++g) {
-                    const std::int64_t first = n0 + g * kPackRows;
-                    const auto lanes =
-                        __mmask16((1u << std::min<std::int64_t>(kPackRows, nEnd - first)) - 1u);
-                    for (int r = 0; r < count; ++r)
-                        _mm512_mask_storeu_ps(y + (i0 + r) * yStride + first, lanes,
-                                              acc[r * here + g]);
-                }
-            }
+            if (here == 2)
+                packedPanel<kType, 2>(group, groupBytes, blocks, x, p0, p1, y + n0, yStride,
+                                      nEnd - n0);
+            else
+                packedPanel<kType, 1>(group, groupBytes, blocks, x, p0, p1, y + n0, yStride,
+                                      nEnd - n0);
             n0 += here * kPackRows;
         }
+    }
+}
+
+}  // namespace
+
+void matmulPackedAvx512(TensorType weightType, const void* packed, std::int64_t k,
+                        const void* prepared, std::int64_t m, float* y, std::ptrdiff_t yStride,
+                        std::int64_t nBegin, std::int64_t nEnd) {
+    switch (weightType) {
+        case TensorType::Q8_0:
+            return matmulPackedOf<TensorType::Q8_0>(packed, k, prepared, m, y, yStride, nBegin,
+                                                    nEnd);
+        case TensorType::Q5_0:
+            return matmulPackedOf<TensorType::Q5_0>(packed, k, prepared, m, y, yStride, nBegin,
+                                                    nEnd);
+        default:
+            return matmulPackedOf<TensorType::Q4_0>(packed, k, prepared, m, y, yStride, nBegin,
+                                                    nEnd);
     }
 }
 

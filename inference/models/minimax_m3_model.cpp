@@ -383,30 +383,30 @@ void MiniMaxM3::attentionBlock(std::size_t l, std::span<const TokenInput> batch,
                        hd = c.headDim, Di = m_hyper.indexDim;
     float *x = m_x.data(), *norm = m_norm.data(), *q = m_q.data(), *k = m_k.data(), *v = m_v.data(),
           *iq = m_iq.data(), *ik = m_ik.data();
-    kernels::rmsNorm(x, D, layer.attnNorm, norm, D, T, D, c.rmsEps);
+    rmsNormRows(x, layer.attnNorm, norm, T, D, c.rmsEps, pool);
     if (layer.sparse) {
         m_runner.run(
             {{&layer.q, q}, {&layer.k, k}, {&layer.v, v}, {&layer.indexQ, iq}, {&layer.indexK, ik}},
             norm, T, pool);
-        kernels::rmsNorm(iq, Di, layer.indexQNorm, iq, Di, T * G, Di, c.rmsEps);
-        kernels::rmsNorm(ik, Di, layer.indexKNorm, ik, Di, T, Di, c.rmsEps);
+        rmsNormRows(iq, layer.indexQNorm, iq, T * G, Di, c.rmsEps, pool);
+        rmsNormRows(ik, layer.indexKNorm, ik, T, Di, c.rmsEps, pool);
     } else {
         m_runner.run({{&layer.q, q}, {&layer.k, k}, {&layer.v, v}}, norm, T, pool);
     }
     // Norm before rotary, per head with one shared weight vector.
-    kernels::rmsNorm(q, hd, layer.qNorm, q, hd, T * H, hd, c.rmsEps);
-    kernels::rmsNorm(k, hd, layer.kNorm, k, hd, T * G, hd, c.rmsEps);
-    m_rope.apply(q, int(H), int(hd));
-    m_rope.apply(k, int(G), int(hd));
+    rmsNormRows(q, layer.qNorm, q, T * H, hd, c.rmsEps, pool);
+    rmsNormRows(k, layer.kNorm, k, T * G, hd, c.rmsEps, pool);
+    m_rope.apply(q, int(H), int(hd), pool);
+    m_rope.apply(k, int(G), int(hd), pool);
     if (layer.sparse) {
-        m_rope.apply(iq, int(G), int(Di));
-        m_rope.apply(ik, 1, int(Di));
+        m_rope.apply(iq, int(G), int(Di), pool);
+        m_rope.apply(ik, 1, int(Di), pool);
     }
-    writeKv(int(l), batch, k, v, layer.sparse ? ik : nullptr, cache);
+    writeKv(int(l), batch, k, v, layer.sparse ? ik : nullptr, cache, pool);
     attention(l, batch, cache, pool, m_attn.data());
     if (m_trace != nullptr && layer.sparse) traceAttention(l, T);
     m_runner.run(layer.o, m_attn.data(), T, m_out.data(), pool);
-    addResidual(x, m_out.data(), T * D);
+    addResidual(x, m_out.data(), T * D, pool);
 }
 
 void MiniMaxM3::traceAttention(std::size_t l, std::int64_t T) {
@@ -428,10 +428,10 @@ void MiniMaxM3::feedForwardBlock(std::size_t l, std::int64_t T, ThreadPool& pool
     const Layer& layer = m_weights.layers[l];
     const std::int64_t D = m_config.hiddenSize, k = m_hyper.routing.used;
     float *x = m_x.data(), *norm = m_norm.data(), *out = m_out.data();
-    kernels::rmsNorm(x, D, layer.ffnNorm, norm, D, T, D, m_config.rmsEps);
+    rmsNormRows(x, layer.ffnNorm, norm, T, D, m_config.rmsEps, pool);
     if (!layer.sparse) {
         m_ffn.dense(layer, norm, T, out, m_runner, pool);
-        addResidual(x, out, T * D);
+        addResidual(x, out, T * D, pool);
         return;
     }
     int* experts = m_experts.data();
@@ -445,7 +445,7 @@ void MiniMaxM3::feedForwardBlock(std::size_t l, std::int64_t T, ThreadPool& pool
             w.emplace_back(weights + t * k, weights + (t + 1) * k);
         }
     }
-    addResidual(x, out, T * D);
+    addResidual(x, out, T * D, pool);
 }
 
 Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,

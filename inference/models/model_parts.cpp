@@ -15,9 +15,36 @@ float* growScratch(std::vector<float>& buffer, std::int64_t size) {
     return buffer.data();
 }
 
+void parallelItems(ThreadPool& pool, std::int64_t items, std::int64_t width,
+                   const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    // Below this many values a pass takes a few microseconds, about what waking the workers
+    // costs; pieces of at least a page of values.
+    constexpr std::int64_t kParallelValues = std::int64_t(1) << 16;
+    constexpr std::int64_t kGrainValues = std::int64_t(1) << 12;
+    if (items * width < kParallelValues || pool.threads() == 1) {
+        fn(0, items);
+        return;
+    }
+    pool.parallelFor(items, std::max<std::int64_t>(1, kGrainValues / width), fn);
+}
+
 void addResidual(float* x, const float* y, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i)
         x[i] += y[i];
+}
+
+void addResidual(float* x, const float* y, std::int64_t n, ThreadPool& pool) {
+    parallelItems(pool, n, 1, [&](std::int64_t begin, std::int64_t end) {
+        addResidual(x + begin, y + begin, end - begin);
+    });
+}
+
+void rmsNormRows(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t width,
+                 float eps, ThreadPool& pool) {
+    parallelItems(pool, rows, width, [&](std::int64_t begin, std::int64_t end) {
+        kernels::rmsNorm(x + begin * width, width, w, y + begin * width, width, end - begin, width,
+                         eps);
+    });
 }
 
 Status checkBatch(std::span<const TokenInput> batch, const KvCache& cache,
@@ -87,6 +114,18 @@ void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const
                       cache.indexKeySlot(layer, batch[t].sequence, batch[t].slot));
         }
     }
+}
+
+void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
+             const float* indexKeys, KvCache& cache, ThreadPool& pool) {
+    const KvCacheOptions& o = cache.options();
+    const std::int64_t width = std::int64_t(o.kvHeads) * o.headDim, indexDim = o.indexerDim;
+    parallelItems(pool, std::int64_t(batch.size()), 2 * width + indexDim,
+                  [&](std::int64_t begin, std::int64_t end) {
+                      writeKv(layer, batch.subspan(std::size_t(begin), std::size_t(end - begin)),
+                              k + begin * width, v + begin * width,
+                              indexKeys != nullptr ? indexKeys + begin * indexDim : nullptr, cache);
+                  });
 }
 
 kernels::PagedKv pagedKv(const KvCache& cache, int layer, SequenceId sequence) {

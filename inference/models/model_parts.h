@@ -12,6 +12,7 @@
 // row per batch token.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -28,8 +29,21 @@ namespace iris::inference {
 // Growable f32 scratch that keeps its capacity between forward passes; returns its data.
 float* growScratch(std::vector<float>& buffer, std::int64_t size);
 
-// x[i] += y[i] for i < n: a residual connection.
+// Calls fn(begin, end) on pieces of [0, items), items of `width` values each: on the pool's
+// threads when there are enough values to pay for a parallelFor (a prefill chunk's rows), else
+// on this thread in one call (a decode step's few rows). For passes whose items are computed
+// each on its own, so that the bits are the same either way.
+void parallelItems(ThreadPool& pool, std::int64_t items, std::int64_t width,
+                   const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
+
+// x[i] += y[i] for i < n: a residual connection; the second form through parallelItems.
 void addResidual(float* x, const float* y, std::int64_t n);
+void addResidual(float* x, const float* y, std::int64_t n, ThreadPool& pool);
+
+// RMSNorm of `rows` rows of `width` values (kernels::rmsNorm, rows packed), through
+// parallelItems.
+void rmsNormRows(const float* x, const float* w, float* y, std::int64_t rows, std::int64_t width,
+                 float eps, ThreadPool& pool);
 
 // InvalidArgument when `cache` was not made with config's geometry (Model::kvCacheOptions, with
 // room for MSA indexer keys when the model has them), a token id is outside the vocabulary, or
@@ -45,8 +59,11 @@ void embedTokens(std::span<const TokenInput> batch, const GgufTensor& table, std
 // Writes each token's K and V (tokens x kvHeads * headDim, f32) into its slot of `layer`,
 // rounded to f16 in an f16 cache, and its MSA indexer key (tokens x indexerDim, kept f32) when
 // indexKeys is not null.
+// The second form splits the tokens between the threads (parallelItems).
 void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
              const float* indexKeys, KvCache& cache);
+void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
+             const float* indexKeys, KvCache& cache, ThreadPool& pool);
 
 // The paged K/V of `layer` as the CPU attention kernels read them, through `sequence`'s block
 // table (attendDense's view, and MiniMax-M3's sparse kernels').

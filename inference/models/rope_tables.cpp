@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "inference/models/model_parts.h"
 #include "kernels/rope.h"
 
 namespace iris::inference {
@@ -36,6 +37,12 @@ void RopeTables::apply(float* x, int heads, int headDim, std::int64_t begin,
         kernels::ropeNeox(x + t * stride, heads, headDim, m_dims, m_cos.data() + t * pairs,
                           m_sin.data() + t * pairs);
     }
+}
+
+void RopeTables::apply(float* x, int heads, int headDim, ThreadPool& pool) const {
+    parallelItems(
+        pool, m_tokens, std::int64_t(heads) * headDim,
+        [&](std::int64_t begin, std::int64_t end) { apply(x, heads, headDim, begin, end); });
 }
 
 }  // namespace iris::inference

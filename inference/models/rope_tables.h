@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "inference/models/model.h"
+#include "inference/thread_pool.h"
 
 namespace iris::inference {
 
@@ -20,16 +21,18 @@ public:
     void build(std::span<const TokenInput> batch, const ModelConfig& config);
 
     // NEOX-rotates the first ropeDims values of each head of x (tokens x heads x headDim, the
-    // tokens of the last build()); the second form only tokens [begin, end), so that threads
-    // can share a pass (x still points at token 0).
+    // tokens of the last build()); the second form splits the tokens between the pool's threads
+    // (parallelItems, model_parts.h).
     void apply(float* x, int heads, int headDim) const { apply(x, heads, headDim, 0, m_tokens); }
-    void apply(float* x, int heads, int headDim, std::int64_t begin, std::int64_t end) const;
+    void apply(float* x, int heads, int headDim, ThreadPool& pool) const;
 
     // The tables of the last build(), tokens x ropeDims / 2 each (what a device backend uploads).
     std::span<const float> cosines() const { return m_cos; }
     std::span<const float> sines() const { return m_sin; }
 
 private:
+    void apply(float* x, int heads, int headDim, std::int64_t begin, std::int64_t end) const;
+
     int m_dims = 0;
     std::int64_t m_tokens = 0;
     std::vector<float> m_cos, m_sin;  // tokens x ropeDims / 2

@@ -1,10 +1,15 @@
 // The shared model parts on their own: the linear runner, the tensor binder, the RoPE tables
 // the gated FFN's activations and the expert router. The models' reference tests cover how they
 // compose.
+#include "inference/models/model_parts.h"
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,6 +22,7 @@
 #include "inference/models/tensor_binder.h"
 #include "kernels/fp16.h"
 #include "kernels/quant.h"
+#include "kernels/rms_norm.h"
 
 namespace iris::inference {
 namespace {
@@ -176,6 +182,91 @@ TEST(RopeTables, MultimodalSectionsRotateByTheirPositionComponent) {
             double(batch[0].position[std::size_t(i)]) * std::pow(100.0, -2.0 * i / 8.0);
         EXPECT_NEAR(head[std::size_t(i)], std::cos(angle), 1e-6) << i;
         EXPECT_NEAR(head[std::size_t(i + 4)], std::sin(angle), 1e-6) << i;
+    }
+}
+
+// A prefill chunk's worth of values is split into pieces that cover each item once; a decode
+// step's few rows run in one call on this thread.
+TEST(ParallelItems, SplitsLargePassesAndRunsSmallOnesInOneCall) {
+    ThreadPool pool(2);
+    std::vector<int> seen(1000, 0);
+    std::atomic<int> calls = 0;
+    parallelItems(pool, 1000, 896, [&](std::int64_t begin, std::int64_t end) {
+        ++calls;
+        for (std::int64_t i = begin; i < end; ++i)
+            ++seen[std::size_t(i)];
+    });
+    EXPECT_GT(calls.load(), 1);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 1000);
+
+    std::vector<std::pair<std::int64_t, std::int64_t>> pieces;
+    parallelItems(pool, 4, 896, [&](std::int64_t begin, std::int64_t end) {
+        pieces.emplace_back(begin, end);  // one call, so no race
+    });
+    EXPECT_EQ(pieces, (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 4}}));
+}
+
+// The element-wise passes split between threads give the bits of the one-thread pass: RMSNorm
+// rows, RoPE, the residual, and the K/V (and MSA indexer key) stores.
+TEST(ParallelItems, ThreadedPassesGiveTheOneThreadBits) {
+    constexpr std::int64_t kTokens = 300, kWidth = 256, kHeads = 4, kHeadDim = 64;
+    ThreadPool pool(2);
+    const auto equalBits = [](const std::vector<float>& a, const std::vector<float>& b) {
+        return a.size() == b.size() &&
+               std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    const std::vector<float> x = randomValues(kTokens * kWidth, 11), w = randomValues(kWidth, 12);
+    std::vector<float> serial(x.size()), threaded(x.size());
+    kernels::rmsNorm(x.data(), kWidth, w.data(), serial.data(), kWidth, kTokens, kWidth, 1e-6f);
+    rmsNormRows(x.data(), w.data(), threaded.data(), kTokens, kWidth, 1e-6f, pool);
+    EXPECT_TRUE(equalBits(serial, threaded));
+
+    addResidual(serial.data(), x.data(), kTokens * kWidth);
+    addResidual(threaded.data(), x.data(), kTokens * kWidth, pool);
+    EXPECT_TRUE(equalBits(serial, threaded));
+
+    ModelConfig config;
+    config.ropeDims = int(kHeadDim);
+    config.ropeBase = 10000.0f;
+    std::vector<TokenInput> batch;
+    for (std::int64_t t = 0; t < kTokens; ++t)
+        batch.push_back({std::int32_t(t % 100),
+                         0,
+                         t,
+                         {std::int32_t(t), std::int32_t(t), std::int32_t(t), 0},
+                         false});
+    RopeTables rope;
+    rope.build(batch, config);
+    rope.apply(serial.data(), int(kHeads), int(kHeadDim));
+    rope.apply(threaded.data(), int(kHeads), int(kHeadDim), pool);
+    EXPECT_TRUE(equalBits(serial, threaded));
+
+    KvCacheOptions options;
+    options.layers = 2;
+    options.kvHeads = 2;
+    options.headDim = int(kHeadDim);
+    options.blocks = 64;
+    options.indexerDim = 32;
+    options.indexerFirstLayer = 1;
+    options.selectionBlock = 16;
+    Result<KvCache> one = KvCache::create(options), two = KvCache::create(options);
+    ASSERT_TRUE(one && two);
+    for (KvCache* cache : {&*one, &*two}) {
+        const SequenceId s = cache->newSequence();
+        ASSERT_EQ(s, 0);
+        ASSERT_TRUE(cache->extend(s, kTokens).isOk());
+    }
+    const std::vector<float> k = randomValues(kTokens * 2 * kHeadDim, 13),
+                             v = randomValues(k.size(), 14),
+                             ik = randomValues(std::size_t(kTokens * 32), 15);
+    writeKv(1, batch, k.data(), v.data(), ik.data(), *one);
+    writeKv(1, batch, k.data(), v.data(), ik.data(), *two, pool);
+    for (std::int64_t t = 0; t < kTokens; ++t) {
+        EXPECT_EQ(std::memcmp(one->keySlot(1, 0, t), two->keySlot(1, 0, t), 2 * kHeadDim * 2), 0);
+        EXPECT_EQ(std::memcmp(one->valueSlot(1, 0, t), two->valueSlot(1, 0, t), 2 * kHeadDim * 2),
+                  0);
+        EXPECT_EQ(std::memcmp(one->indexKeySlot(1, 0, t), two->indexKeySlot(1, 0, t), 32 * 4), 0)
+            << t;
     }
 }
 

@@ -72,8 +72,9 @@ kernels::PagedKv pagedKv(const KvCache& cache, int layer, SequenceId sequence);
 // Causal dense attention: each token's `heads` query heads (q: tokens x heads x headDim) attend
 // to its sequence's slots [0, slot] of `layer` (written for the whole batch first), softmax
 // scale 1/sqrt(headDim); out like q. One task per tile of kernels::attendRows: a KV group's query
-// heads for up to 16 / group consecutive tokens of one sequence, which read the group's K and V
-// rows once. A token's result does not depend on its tile (kernels/attention.h).
+// heads for up to attendRowsTile() / group consecutive tokens of one sequence, which read the
+// group's K and V rows once; the threads take the tiles longest first. A token's result does
+// not depend on its tile or its thread (kernels/attention.h).
 void attendDense(int layer, std::span<const TokenInput> batch, const float* q, int heads,
                  const KvCache& cache, ThreadPool& pool, float* out);
 

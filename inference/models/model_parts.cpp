@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "kernels/fp16.h"
@@ -184,11 +185,21 @@ void attendDense(int layer, std::span<const TokenInput> batch, const float* q, i
     pool.parallelFor(
         std::int64_t(tiles.size()), 1,
         [&](std::int64_t begin, std::int64_t end) {
-            // Kept between calls: a piece's scratch is up to kAttendTile x longest floats, too
-            // many to allocate and clear for every piece.
-            thread_local std::vector<float> scratch;
-            if (std::int64_t(scratch.size()) < scratchFloats)
-                scratch.resize(std::size_t(scratchFloats));
+            // A piece's scratch is kAttendTile x longest floats and more: kept per thread between
+            // calls up to 16 MiB (64k keys), rather than allocated and cleared for every piece;
+            // a longer context's gets a buffer of its own that the piece returns.
+            constexpr std::int64_t kKeptFloats = std::int64_t(4) << 20;
+            thread_local std::vector<float> kept;
+            std::unique_ptr<float[]> own;
+            float* scratch = nullptr;
+            if (scratchFloats <= kKeptFloats) {
+                if (std::int64_t(kept.size()) < scratchFloats)
+                    kept.resize(std::size_t(scratchFloats));
+                scratch = kept.data();
+            } else {
+                own = std::make_unique_for_overwrite<float[]>(std::size_t(scratchFloats));
+                scratch = own.get();
+            }
             std::vector<kernels::AttentionRow> rows(static_cast<std::size_t>(tile));
             for (std::int64_t i = begin; i < end; ++i) {
                 const Tile& part = tiles[std::size_t(i)];
@@ -201,7 +212,7 @@ void attendDense(int layer, std::span<const TokenInput> batch, const float* q, i
                     }
                 }
                 kernels::attendRows(rows.data(), count, pagedKv(cache, layer, first.sequence),
-                                    part.kvHead, scale, scratch.data());
+                                    part.kvHead, scale, scratch);
             }
         },
         kPiecesPerThread);

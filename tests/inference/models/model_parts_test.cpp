@@ -270,6 +270,37 @@ TEST(ParallelItems, ThreadedPassesGiveTheOneThreadBits) {
     }
 }
 
+// Dense attention of one token over more keys than the per-thread scratch keeps (64k): the
+// piece takes a buffer of its own and gives the bits of the kernel's own head-range form.
+TEST(DenseAttention, AContextPastTheKeptScratchGivesTheKernelsBits) {
+    constexpr std::int64_t kKeys = 70000;
+    constexpr int kHeads = 4, kHeadDim = 16;
+    KvCacheOptions options;
+    options.layers = 1;
+    options.kvHeads = 1;
+    options.headDim = kHeadDim;
+    options.blocks = (kKeys + 15) / 16;
+    Result<KvCache> cache = KvCache::create(options);
+    ASSERT_TRUE(cache);
+    const SequenceId s = cache->newSequence();
+    ASSERT_TRUE(cache->extend(s, kKeys).isOk());
+    std::vector<TokenInput> all;
+    for (std::int64_t t = 0; t < kKeys; ++t)
+        all.push_back({0, s, t, {}, false});
+    const std::vector<float> k = randomValues(std::size_t(kKeys * kHeadDim), 21),
+                             v = randomValues(k.size(), 22);
+    ThreadPool pool(2);
+    writeKv(0, all, k.data(), v.data(), nullptr, *cache, pool);
+
+    const std::vector<float> q = randomValues(kHeads * kHeadDim, 23);
+    std::vector<float> engine(q.size()), kernel(q.size());
+    const std::vector<TokenInput> last = {all.back()};
+    attendDense(0, last, q.data(), kHeads, *cache, pool, engine.data());
+    kernels::attendPaged(q.data(), kHeads, pagedKv(*cache, 0, s), kKeys,
+                         1.0f / std::sqrt(float(kHeadDim)), kernel.data(), nullptr, 0, kHeads);
+    EXPECT_EQ(std::memcmp(engine.data(), kernel.data(), engine.size() * sizeof(float)), 0);
+}
+
 TEST(GatedFfn, SwiGluOaiClampsGateAndUp) {
     const std::vector<float> gate = {-1.0f, 0.5f, 9.0f}, up = {-9.0f, 0.25f, 9.0f};
     std::vector<float> out(3);

@@ -19,7 +19,7 @@ float* growScratch(std::vector<float>& buffer, std::int64_t size) {
 void parallelItems(ThreadPool& pool, std::int64_t items, std::int64_t width,
                    const std::function<void(std::int64_t, std::int64_t)>& fn) {
     // Below this many values a pass takes a few microseconds, about what waking the workers
-    // costs; pieces of at least a page of values.
+    // costs; pieces of at least 4096 values (16 KiB of floats).
     constexpr std::int64_t kParallelValues = std::int64_t(1) << 16;
     constexpr std::int64_t kGrainValues = std::int64_t(1) << 12;
     if (items * width < kParallelValues || pool.threads() == 1) {

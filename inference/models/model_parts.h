@@ -58,8 +58,7 @@ void embedTokens(std::span<const TokenInput> batch, const GgufTensor& table, std
 
 // Writes each token's K and V (tokens x kvHeads * headDim, f32) into its slot of `layer`,
 // rounded to f16 in an f16 cache, and its MSA indexer key (tokens x indexerDim, kept f32) when
-// indexKeys is not null.
-// The second form splits the tokens between the threads (parallelItems).
+// indexKeys is not null; the second form splits the tokens between the threads (parallelItems).
 void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,
              const float* indexKeys, KvCache& cache);
 void writeKv(int layer, std::span<const TokenInput> batch, const float* k, const float* v,

@@ -162,16 +162,19 @@ void packedGroups(const std::uint8_t* group, std::int64_t groupBytes, std::int64
     }
 }
 
-// Activation rows [r0, r1) against G groups: four rows per packedGroups call, the last one to
+// Activation rows per packedGroups call in a prefill chunk.
+constexpr int kRowsPerCall = 4;
+
+// Activation rows [r0, r1) against G groups: kRowsPerCall per packedGroups call, the last one to
 // three in one more.
 template <TensorType kType, int G>
 void packedPanel(const std::uint8_t* group, std::int64_t groupBytes, std::int64_t blocks,
                  const BlockQ8Act* x, std::int64_t r0, std::int64_t r1, float* y,
                  std::ptrdiff_t yStride, std::int64_t columns) {
     std::int64_t i = r0;
-    for (; i + 4 <= r1; i += 4)
-        packedGroups<kType, G, 4>(group, groupBytes, blocks, x + i * blocks, y + i * yStride,
-                                  yStride, columns);
+    for (; i + kRowsPerCall <= r1; i += kRowsPerCall)
+        packedGroups<kType, G, kRowsPerCall>(group, groupBytes, blocks, x + i * blocks,
+                                             y + i * yStride, yStride, columns);
     switch (r1 - i) {
         case 3:
             return packedGroups<kType, G, 3>(group, groupBytes, blocks, x + i * blocks,
@@ -461,7 +464,8 @@ void matmulPackedOf(const void* packed, std::int64_t k, const void* prepared, st
     // Activation rows in panels that stay in L2 while this thread's groups pass over them, as in
     // matmulPackedKAvx512.
     const std::int64_t panel = std::max<std::int64_t>(
-        4, kPanelBytes / (blocks * std::int64_t(sizeof(BlockQ8Act))) / 4 * 4);
+        kRowsPerCall,
+        kPanelBytes / (blocks * std::int64_t(sizeof(BlockQ8Act))) / kRowsPerCall * kRowsPerCall);
     for (std::int64_t p0 = 0; p0 < m; p0 += panel) {
         const std::int64_t p1 = std::min(m, p0 + panel);
         for (std::int64_t n0 = nBegin; n0 < nEnd;) {

@@ -326,8 +326,11 @@ Result<std::vector<std::string>> playSyntheticTask(
             IRIS_RETURN_IF_ERROR(browser.execute(action).status.withContext(task.id + ": "));
         if (planned->finishesGoal) ++goal;
     }
+    std::string tried;
+    for (const std::string& answer : answers)
+        tried += (tried.empty() ? "" : ", ") + answer;
     return Status::internal(task.id + ": the oracle did not finish within " +
-                            std::to_string(maxSteps) + " steps");
+                            std::to_string(maxSteps) + " steps (" + tried + ")");
 }
 
 namespace {

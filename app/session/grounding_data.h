@@ -35,7 +35,9 @@ struct GroundingDataOptions {
     // OSWorld task files (examples/synthetic-grounding/, demonstrations/, projects/) with answers
     // in screen pixels, instead of examples.jsonl and images/.
     bool osworld = false;
-    int maxSteps = 8;  // a task the oracle cannot finish in this many steps is an error
+    // A task the oracle cannot finish in this many steps is an error. A long list's last rows
+    // on a 768-pixel screen in a large look lie up to 2800 pixels down: seven scrolls of 300.
+    int maxSteps = 16;
     // Each example line also gets "messages": the chat request Iris's agent loop sends at that
     // step (agent/prompt_builder.h, UI-TARS format, the loop's default screenshot window), images
     // named by their files, so that a model can be trained on exactly what it will be shown.

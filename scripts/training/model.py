@@ -240,7 +240,8 @@ class Decoder(torch.nn.Module):
                 keep_kv=False):
         """x: input vectors [tokens, hidden] (token embeddings or image rows); causal. Logits of
         every token, or of the rows `logits_at` (an index tensor) only. With `hidden_after` (a
-        layer index), returns (logits, that layer's output) for training-only auxiliary losses.
+        layer index), returns (logits, that layer's output) for training-only auxiliary losses;
+        with a tuple of layer indices, (logits, a tuple of their outputs).
 
         `past`: the keys and values (per layer, [kv_heads, P, head] after RoPE) of P tokens
         that come before `x`, which every row of `x` sees; `positions` are then x's own. With
@@ -251,7 +252,8 @@ class Decoder(torch.nn.Module):
         before = past[0][0].shape[1] if past else 0
         cos, sin = self.rope(positions)
         causal = torch.ones(n, before + n, dtype=torch.bool).tril(before)
-        hidden, kept = None, []
+        wanted = hidden_after if isinstance(hidden_after, tuple) else (hidden_after,)
+        hidden, kept = {}, []
         for index, l in enumerate(self.layers):
             a = rms_norm(x, l.attn_norm, c.rms_eps)
             q = (a @ l.q_w.t() + l.q_b).reshape(n, c.heads, hd).transpose(0, 1)
@@ -268,14 +270,18 @@ class Decoder(torch.nn.Module):
             x = x + o @ l.o_w.t()
             f = rms_norm(x, l.ffn_norm, c.rms_eps)
             x = x + (F.silu(f @ l.gate_w.t()) * (f @ l.up_w.t())) @ l.down_w.t()
-            if index == hidden_after:
-                hidden = x
+            if index in wanted:
+                hidden[index] = x
         if keep_kv:
             return kept
         if logits_at is not None:
             x = x[logits_at]
         logits = rms_norm(x, self.out_norm, c.rms_eps) @ self.embed.t()
-        return logits if hidden_after is None else (logits, hidden)
+        if hidden_after is None:
+            return logits
+        if isinstance(hidden_after, tuple):
+            return logits, tuple(hidden[i] for i in hidden_after)
+        return logits, hidden[hidden_after]
 
 
 class TinyVlm(torch.nn.Module):
@@ -357,6 +363,24 @@ def merged_token_centres(grid):
     gh, gw = grid[0] // 2, grid[1] // 2
     r, c = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
     return torch.stack([(c.reshape(-1) + 0.5) / gw, (r.reshape(-1) + 0.5) / gh], dim=1)
+
+
+def text_rows(indices, image_at, grid, skip=0):
+    """The decoder rows of prompt indices (into the ids with one image placeholder at
+    `image_at`) that come after the image: the image's merged tokens take the placeholder's
+    place. `skip`: leading tokens computed as a shared prefix, which have no rows."""
+    tokens = (grid[0] // 2) * (grid[1] // 2)
+    return indices - skip + (indices > image_at).long() * (tokens - 1)
+
+
+def target_loss(hidden, rows, centre, head):
+    """The training-only target loss (docs/tiny-model.md, section 6): mean squared error of
+    `head`'s guess of the clicked control's centre (x, y fractions of the image) from `hidden`'s
+    `rows`, the last decoder layer's output where the answer's coordinate digits are predicted.
+    The digits' cross-entropy says little about a click three columns off; this says how far."""
+    h = hidden[rows]
+    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))  # the stream's scale varies
+    return F.mse_loss(guess, centre.expand_as(guess))
 
 
 def position_loss(hidden, image_at, grid, head):

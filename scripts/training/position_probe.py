@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from fake_dataset import probe_page
-from model import Config, TinyVlm, image_patches, position_loss
+from model import Config, TinyVlm, image_patches, position_loss, target_loss, text_rows
 
 # A vocabulary of its own: the ten digits, then the prompt's and answer's other tokens.
 COMMA, IMAGE, VISION_START, VISION_END, CLICK, END = range(10, 16)
@@ -53,20 +53,25 @@ def prompt(answer):
     return [VISION_START, IMAGE, VISION_END, CLICK] + answer
 
 
-def losses(model, patches, grid, answer, aux=None):
-    """Cross-entropy of each answer token given the ones before it. With `aux` (the layer index
-    and a linear head), also the mean squared error of the head's guess of every image token's
-    position from that layer's output: a training-only loss that asks the decoder to turn M-RoPE
-    rotations into position features the answer can read."""
+def losses(model, patches, grid, answer, aux=None, target=None, centre=None):
+    """(cross-entropy of each answer token given the ones before it, position loss, target
+    loss). With `aux` (the layer index and a linear head), the position loss is the mean squared
+    error of the head's guess of every image token's position from that layer's output: a
+    training-only loss that asks the decoder to turn M-RoPE rotations into position features the
+    answer can read. With `target` (a linear head) and `centre` (the square's, as fractions of
+    the image), the target loss is model.target_loss at the rows that predict the digits."""
     ids = torch.tensor(prompt(answer))
     at = torch.arange(3, len(ids) - 1)  # the logits that predict answer tokens
-    if aux is None:
+    layers = ((aux[0],) if aux else ()) + ((model.c.layers - 1,) if target else ())
+    if not layers:
         logits = model(ids, 1, patches, grid, IMAGE, logits_at=at)
-        return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"), None
-    layer, head = aux
-    logits, hidden = model(ids, 1, patches, grid, IMAGE, logits_at=at, hidden_after=layer)
+        return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"), None, None
+    logits, hidden = model(ids, 1, patches, grid, IMAGE, logits_at=at, hidden_after=layers)
+    digits = at[ids[4:] < 10]
     return (torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"),
-            position_loss(hidden, 1, grid, head))
+            position_loss(hidden[0], 1, grid, aux[1]) if aux else None,
+            target_loss(hidden[-1], text_rows(digits, 1, grid), centre, target) if target
+            else None)
 
 
 def greedy(model, patches, grid, limit=10):
@@ -100,7 +105,7 @@ def evaluate(model, held_out, decode, aux):
     hits, dx, dy, x_loss, y_loss, parsed, aux_loss = 0, [], [], [], [], 0, []
     for patches, grid, answer, (x0, y0, x1, y1) in held_out:
         with torch.no_grad():
-            token_losses, position_loss = losses(model, patches, grid, answer, aux)
+            token_losses, position_loss, _ = losses(model, patches, grid, answer, aux)
             token_losses = token_losses.tolist()
         if position_loss is not None:
             aux_loss.append(float(position_loss))
@@ -145,6 +150,9 @@ def main():
                         help="weight of the auxiliary loss on image-token positions (0: off)")
     parser.add_argument("--aux-layer", type=int, default=0,
                         help="the decoder layer whose output the auxiliary loss reads")
+    parser.add_argument("--target", type=float, default=0.0,
+                        help="weight of the training-only loss on the square's centre, read "
+                             "where the digits are predicted (train.py's --target; 0: off)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a Config field (model.py), e.g. rope_base=100 or "
                              "rope_sections=4,14,14,0; default: the shipped model's config")
@@ -169,6 +177,12 @@ def main():
         head = torch.nn.Linear(config.hidden, 2)
         parameters += list(head.parameters())
         aux = (args.aux_layer, head)
+    target = None
+    if args.target > 0:  # starts by guessing the image's centre, as in train.py
+        target = torch.nn.Linear(config.hidden, 2)
+        torch.nn.init.zeros_(target.weight)
+        torch.nn.init.constant_(target.bias, 0.5)
+        parameters += list(target.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.01)
     held_out = [example(random.Random(10_000_000 + i), args.width, args.height)
                 for i in range(args.held_out)]
@@ -196,9 +210,12 @@ def main():
             group["lr"] = lr
         optimizer.zero_grad()
         for _ in range(args.batch):
-            patches, grid, answer, _ = example(rng, args.width, args.height)
-            token_losses, position_loss = losses(model, patches, grid, answer, aux)
-            loss = token_losses.mean() + (args.aux * position_loss if aux else 0)
+            patches, grid, answer, (x0, y0, x1, y1) = example(rng, args.width, args.height)
+            centre = torch.tensor([(x0 + x1) / 2 / args.width, (y0 + y1) / 2 / args.height])
+            token_losses, position_loss, square_loss = losses(model, patches, grid, answer, aux,
+                                                              target, centre)
+            loss = token_losses.mean() + (args.aux * position_loss if aux else 0) + \
+                (args.target * square_loss if target else 0)
             (loss / args.batch).backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()

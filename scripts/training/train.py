@@ -43,16 +43,24 @@ def load_examples(data_dir):
     return train, held
 
 
-def check_image_sizes(rows, config):
-    """Iris resizes a screen_width x screen_height screenshot with the model's pixel budget; the
+def dataset_budget(data_dir, config):
+    """The pixel budget DIR's images were made with (its dataset.json), else the model's."""
+    path = os.path.join(data_dir, "dataset.json")
+    if not os.path.exists(path):
+        return config.max_pixels
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("max_pixels", config.max_pixels)
+
+
+def check_image_sizes(rows, max_pixels):
+    """Iris resizes a screen_width x screen_height screenshot with the pixel budget; the
     dataset's images must already have that size, or the model learns another coordinate frame."""
-    bad = [r for r in rows if tiny.smart_resize(r["screen_width"], r["screen_height"],
-                                                config.max_pixels)
+    bad = [r for r in rows if tiny.smart_resize(r["screen_width"], r["screen_height"], max_pixels)
            != (r["image_width"], r["image_height"])]
     if bad:
         r = bad[0]
-        want = tiny.smart_resize(r["screen_width"], r["screen_height"], config.max_pixels)
-        print(f"warning: {len(bad)} examples are not at the size max_pixels={config.max_pixels} "
+        want = tiny.smart_resize(r["screen_width"], r["screen_height"], max_pixels)
+        print(f"warning: {len(bad)} examples are not at the size max_pixels={max_pixels} "
               f"gives their screen, e.g. {r['id']}: screen {r['screen_width']}x"
               f"{r['screen_height']} -> {want[0]}x{want[1]}, image {r['image_width']}x"
               f"{r['image_height']}")
@@ -80,30 +88,49 @@ class Encoded:
         rows = torch.arange(self.prompt_length - 1, len(self.ids) - 1)
         return rows, self.ids[self.prompt_length:]
 
+    def click_centre(self):
+        """The centre of the control a click answer aims at, as (x, y) fractions of the image;
+        None for other answers."""
+        box = self.row.get("target_box")
+        if not box or not POINT.match(self.row["answer"]):
+            return None
+        x0, y0, x1, y1 = box
+        return torch.tensor([(x0 + x1) / 2 / self.row["image_width"],
+                             (y0 + y1) / 2 / self.row["image_height"]])
 
-def example_loss(m, example, image_id, is_digit, position=None, prefix=None):
+
+def example_loss(m, example, image_id, is_digit, position=None, target=None, prefix=None):
     """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
-    loss). With `position` (a decoder layer index and a linear head), the position loss is the
-    mean squared error of the head's guess of each image token's centre from that layer's output
-    (None without): a training-only loss that makes the decoder turn M-RoPE rotations into
-    position features (docs/tiny-model.md, section 7). `prefix`: the batch's shared prompt
-    prefix, as TinyVlm.forward takes it."""
+    loss, target loss). With `position` (a decoder layer index and a linear head), the position
+    loss is the mean squared error of the head's guess of each image token's centre from that
+    layer's output (None without): a training-only loss that makes the decoder turn M-RoPE
+    rotations into position features (docs/tiny-model.md, section 7). With `target` (a linear
+    head) and a click answer, the target loss is tiny.target_loss at the rows that predict the
+    click's digits (else None). `prefix`: the batch's shared prompt prefix, as TinyVlm.forward
+    takes it."""
     patches, grid = example.patches()
     rows, targets = example.targets()
-    if position is None:
+    digits = is_digit[targets]
+    centre = example.click_centre() if target is not None else None
+    layers = ((position[0],) if position else ()) + ((m.c.layers - 1,) if centre is not None
+                                                      else ())
+    skipped = prefix[0] if prefix else 0
+    position_loss = target_loss = None
+    if layers:
+        logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
+                           logits_at=rows, hidden_after=layers, prefix=prefix)
+        if position:
+            position_loss = tiny.position_loss(hidden[0], example.image_at - skipped, grid,
+                                               position[1])
+        if centre is not None and digits.any():
+            at = tiny.text_rows(rows[digits], example.image_at, grid, skipped)
+            target_loss = tiny.target_loss(hidden[-1], at, centre, target)
+    else:
         logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows,
                    prefix=prefix)
-        position_loss = None
-    else:
-        layer, head = position
-        logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
-                           logits_at=rows, hidden_after=layer, prefix=prefix)
-        skipped = prefix[0] if prefix else 0
-        position_loss = tiny.position_loss(hidden, example.image_at - skipped, grid, head)
     per_token = F.cross_entropy(logits, targets, reduction="none")
-    digits = is_digit[targets]
     return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
-            int(digits.sum()), position_loss)
+            int(digits.sum()), position_loss, target_loss)
 
 
 def shared_prefix_length(examples):
@@ -172,10 +199,11 @@ def plot_losses(losses, path):
     image.save(path)
 
 
-def save_checkpoint(path, m, optimizer, vocab, step, losses, head):
+def save_checkpoint(path, m, optimizer, vocab, step, losses, head, target):
     torch.save({"config": m.c.to_json(), "model": m.state_dict(), "merges": vocab.merges,
                 "optimizer": optimizer.state_dict(), "step": step, "losses": losses,
-                "position_head": head.state_dict() if head else None}, path + ".tmp")
+                "position_head": head.state_dict() if head else None,
+                "target_head": target.state_dict() if target else None}, path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
@@ -195,6 +223,10 @@ def main():
     parser.add_argument("--eval", type=int, default=20, help="held-out examples to decode")
     parser.add_argument("--export-type", default="f16", choices=["f32", "f16", "bf16", "q8_0"])
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--init", help="an earlier run's checkpoint.pt to start from: its "
+                                       "vocabulary, configuration and weights (and position head), "
+                                       "with a fresh optimizer and schedule on --data (the second "
+                                       "stage of a curriculum)")
     parser.add_argument("--done-weight", type=float, default=0.25,
                         help="sampling weight of 'finished()' steps (easy; the rest weigh 1), "
                              "so most of the compute goes to grounding")
@@ -205,6 +237,9 @@ def main():
                              "answer token (0: off; position_probe.py measures what it buys)")
     parser.add_argument("--aux-layer", type=int, default=0,
                         help="the decoder layer whose output the position loss reads")
+    parser.add_argument("--target", type=float, default=0.0,
+                        help="weight of the training-only loss on where a click's target lies, "
+                             "read at the rows that predict its digits, per answer token (0: off)")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -220,15 +255,26 @@ def main():
     train_rows, held_rows = load_examples(args.data)
     if args.held:
         held_rows = load_examples(args.held)[1]
-    check_image_sizes(train_rows + held_rows, config)
     checkpoint_path = os.path.join(args.out, "checkpoint.pt")
+    if args.resume and args.init:
+        raise SystemExit("--resume continues RUN_DIR's own run; --init starts a new one from "
+                         "another run's weights: pass one of them")
     state = torch.load(checkpoint_path) if args.resume else None
-    if state:
-        vocab = tok.Tokenizer(state["merges"])
-        config = tiny.Config.from_json(state["config"])
+    start = state or (torch.load(args.init) if args.init else None)
+    if start:
+        vocab = tok.Tokenizer(start["merges"])
+        config = tiny.Config.from_json(start["config"])
     else:
         vocab = tok.Tokenizer(tok.train(corpus.documents(train_rows), config.vocab))
     config.vocab = len(vocab)
+    budget = dataset_budget(args.data, config)
+    if budget != config.max_pixels:
+        # A curriculum's first stage: smaller images, the same answers in their pixels.
+        print(f"{args.data}: images at max_pixels {budget}; the model ships with "
+              f"{config.max_pixels}")
+    check_image_sizes(train_rows, budget)
+    if held_rows:
+        check_image_sizes(held_rows, dataset_budget(args.held or args.data, config))
     vocab.save(os.path.join(args.out, "tokenizer.json"))
     m = tiny.TinyVlm(config)
     m.init_weights(args.seed)
@@ -238,20 +284,30 @@ def main():
                          f"0-{config.layers - 1}")
     head = torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None
     position = (args.aux_layer, head) if head else None
+    target = torch.nn.Linear(config.hidden, 2) if args.target > 0 else None
+    if target:  # it starts by guessing the image's centre, with no pull on the model yet
+        torch.nn.init.zeros_(target.weight)
+        torch.nn.init.constant_(target.bias, 0.5)
     decay = [p for p in m.parameters() if p.dim() > 1]
     no_decay = [p for p in m.parameters() if p.dim() <= 1]
     groups = [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}]
-    if head:
-        groups.append({"params": list(head.parameters()), "weight_decay": 0.0})
+    for extra in (head, target):  # training-only heads, never exported
+        if extra:
+            groups.append({"params": list(extra.parameters()), "weight_decay": 0.0})
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95))
     step, losses = 0, []
+    for option, extra, key in (("--aux", head, "position_head"), ("--target", target,
+                                                                   "target_head")):
+        if state and bool(extra) != bool(state.get(key)):
+            raise SystemExit(f"{checkpoint_path}: {option} must be "
+                             f"{'on' if extra is None else 'off'} to resume this run, as it was "
+                             "when the run started")
+    if start:
+        m.load_state_dict(start["model"])
+        for extra, key in ((head, "position_head"), (target, "target_head")):
+            if extra and start.get(key):  # else a new head learns from the start
+                extra.load_state_dict(start[key])
     if state:
-        if bool(head) != bool(state.get("position_head")):
-            raise SystemExit(f"{checkpoint_path}: --aux must be {'on' if head is None else 'off'} "
-                             "to resume this run, as it was when the run started")
-        if head:
-            head.load_state_dict(state["position_head"])
-        m.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, losses = state["step"], state["losses"]
 
@@ -277,18 +333,21 @@ def main():
             group["lr"] = lr
         optimizer.zero_grad()
         total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
+        target_total, target_count = 0.0, 0
         # The shared prefix's forward runs once; the batch's losses backpropagate together.
         prefix = (shared, m.prefix_kv(examples[0].ids[:shared])) if shared else None
         batch_loss = 0.0
         for example in order.choices(examples, weights=weights, k=args.batch):
-            loss, n, digit_loss, digits, position_loss = example_loss(m, example, image_id,
-                                                                     is_digit, position, prefix)
+            loss, n, digit_loss, digits, position_loss, target_loss = example_loss(
+                m, example, image_id, is_digit, position, target, prefix)
+            loss_to_train = loss
             if position_loss is not None:
                 # Weighted per answer token, so --aux means what position_probe.py's does.
                 position_total += float(position_loss)
-                loss_to_train = loss + args.aux * n * position_loss
-            else:
-                loss_to_train = loss
+                loss_to_train = loss_to_train + args.aux * n * position_loss
+            if target_loss is not None:
+                target_total, target_count = target_total + float(target_loss), target_count + 1
+                loss_to_train = loss_to_train + args.target * n * target_loss
             batch_loss = batch_loss + loss_to_train / args.batch
             total, count = total + float(loss), count + n
             digit_total, digit_count = digit_total + digit_loss, digit_count + digits
@@ -302,17 +361,19 @@ def main():
                  "seconds": round(time.time() - train_started, 1)}
         if head:
             entry["position_mse"] = position_total / args.batch
+        if target and target_count:
+            entry["target_mse"] = target_total / target_count
         log.write(json.dumps(entry) + "\n")
         log.flush()
         if step % 10 == 0:
             print(f"step {step}: loss {losses[-1]:.4f} digits {digit_loss or 0:.4f} lr {lr:.2e} "
                   f"{time.time() - train_started:.0f} s", flush=True)
         if step % args.checkpoint_every == 0:
-            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head)
+            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head, target)
     train_seconds = time.time() - train_started
     flops = 3 * sum(sum(tiny.forward_flops(config, e.row["image_width"], e.row["image_height"],
                                            len(e.ids))) for e in examples) / len(examples)
-    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head)
+    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head, target)
     plot_losses(losses, os.path.join(args.out, "loss.png"))
 
     m.eval()
@@ -326,7 +387,7 @@ def main():
         "held_out_examples": len(held_rows), "config": json.loads(config.to_json()),
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
-        "aux": args.aux, "aux_layer": args.aux_layer,
+        "aux": args.aux, "aux_layer": args.aux_layer, "target": args.target, "init": args.init,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
         "train_gflop_per_example": round(flops / 1e9, 2),
         "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),

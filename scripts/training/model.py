@@ -379,7 +379,8 @@ def target_loss(hidden, rows, centre, head):
     `rows`, the last decoder layer's output where the answer's coordinate digits are predicted.
     The digits' cross-entropy says little about a click three columns off; this says how far."""
     h = hidden[rows]
-    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))  # the stream's scale varies
+    # RMS-normalised: the residual stream's scale drifts during training, the head's input should not.
+    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
     return F.mse_loss(guess, centre.expand_as(guess))
 
 

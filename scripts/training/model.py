@@ -378,9 +378,9 @@ def target_loss(hidden, rows, centre, head):
     `head`'s guess of the clicked control's centre (x, y fractions of the image) from `hidden`'s
     `rows`, the last decoder layer's output where the answer's coordinate digits are predicted.
     The digits' cross-entropy says little about a click three columns off; this says how far."""
-    h = hidden[rows]
+    h = hidden[rows].float()
     # RMS-normalised: the residual stream's scale drifts during training, the head's input should not.
-    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).float()
     return F.mse_loss(guess, centre.expand_as(guess))
 
 
@@ -389,8 +389,16 @@ def position_loss(hidden, image_at, grid, head):
     `head`'s guess of each image token's centre from `hidden`, the rows of a decoder layer's
     output for a prompt whose image tokens start at row `image_at`."""
     centres = merged_token_centres(grid)
-    guess = head(hidden[image_at:image_at + centres.shape[0]])
+    guess = head(hidden[image_at:image_at + centres.shape[0]]).float()
     return F.mse_loss(guess, centres)
+
+
+def mixed_precision(enabled):
+    """Training's forward passes with bfloat16 matrix products (torch.autocast on the CPU): 5 times
+    as fast as float32 where the CPU has AVX512-BF16 (docs/tiny-model.md, section 6). The
+    weights, their gradients, the optimizer and the losses stay float32 (the losses here and in
+    train.py take .float() of what a product gave); evaluation and export do not use it."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
 
 
 def smart_resize(width, height, max_pixels, min_pixels=8 * 28 * 28):

@@ -34,7 +34,8 @@ import numpy as np
 import torch
 
 from fake_dataset import probe_page
-from model import Config, TinyVlm, image_patches, position_loss, target_loss, text_rows
+from model import (Config, TinyVlm, image_patches, mixed_precision, position_loss, target_loss,
+                   text_rows)
 
 # A vocabulary of its own: the ten digits, then the prompt's and answer's other tokens.
 COMMA, IMAGE, VISION_START, VISION_END, CLICK, END = range(10, 16)
@@ -65,10 +66,11 @@ def losses(model, patches, grid, answer, aux=None, target=None, centre=None):
     layers = ((aux[0],) if aux else ()) + ((model.c.layers - 1,) if target else ())
     if not layers:
         logits = model(ids, 1, patches, grid, IMAGE, logits_at=at)
-        return torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"), None, None
+        return torch.nn.functional.cross_entropy(logits.float(), ids[4:], reduction="none"), \
+            None, None
     logits, hidden = model(ids, 1, patches, grid, IMAGE, logits_at=at, hidden_after=layers)
     digits = at[ids[4:] < 10]
-    return (torch.nn.functional.cross_entropy(logits, ids[4:], reduction="none"),
+    return (torch.nn.functional.cross_entropy(logits.float(), ids[4:], reduction="none"),
             position_loss(hidden[0], 1, grid, aux[1]) if aux else None,
             target_loss(hidden[-1], text_rows(digits, 1, grid), centre, target) if target
             else None)
@@ -153,6 +155,8 @@ def main():
     parser.add_argument("--target", type=float, default=0.0,
                         help="weight of the training-only loss on the square's centre, read "
                              "where the digits are predicted (train.py's --target; 0: off)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="bfloat16 matrix products in training (as train.py's --bf16)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a Config field (model.py), e.g. rope_base=100 or "
                              "rope_sections=4,14,14,0; default: the shipped model's config")
@@ -212,10 +216,11 @@ def main():
         for _ in range(args.batch):
             patches, grid, answer, (x0, y0, x1, y1) = example(rng, args.width, args.height)
             centre = torch.tensor([(x0 + x1) / 2 / args.width, (y0 + y1) / 2 / args.height])
-            token_losses, position_loss, square_loss = losses(model, patches, grid, answer, aux,
-                                                              target, centre)
-            loss = token_losses.mean() + (args.aux * position_loss if aux else 0) + \
-                (args.target * square_loss if target else 0)
+            with mixed_precision(args.bf16):
+                token_losses, position_loss, square_loss = losses(model, patches, grid, answer,
+                                                                  aux, target, centre)
+                loss = token_losses.mean() + (args.aux * position_loss if aux else 0) + \
+                    (args.target * square_loss if target else 0)
             (loss / args.batch).backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()

@@ -116,6 +116,60 @@ std::vector<std::string> distinct(SplitMix64& random, const Pool& pool, int coun
     return all;
 }
 
+// --- invented text to type ---------------------------------------------------------------------
+
+// A pronounceable made-up word of `low`..`high` syllables: with 18 onsets, 5 vowels and an
+// optional coda, two tasks rarely share one, so a model must copy it from the instruction.
+std::string inventedWord(SplitMix64& random, int low, int high) {
+    static constexpr std::string_view kOnsets = "bcdfghjklmnprstvwz";
+    static constexpr std::string_view kVowels = "aeiou";
+    static constexpr std::string_view kCodas = "lmnrst";
+    std::string word;
+    for (int i = random.between(low, high); i > 0; --i) {
+        word += kOnsets[random.below(kOnsets.size())];
+        word += kVowels[random.below(kVowels.size())];
+        if (random.below(3) == 0) word += kCodas[random.below(kCodas.size())];
+    }
+    return word;
+}
+
+std::string capitalised(std::string word) {
+    if (!word.empty()) word[0] = char(word[0] - 'a' + 'A');
+    return word;
+}
+
+// What a field asks for, for invented text.
+enum class TextShape { User, Email, Secret, Phrase, FullName, FileName };
+
+std::string inventedText(SplitMix64& random, TextShape shape) {
+    static constexpr std::array kDomains = {".com", ".org", ".net", ".io"};
+    static constexpr std::array kExtensions = {".txt", ".pdf", ".md", ".csv", ".png", ".docx"};
+    switch (shape) {
+        case TextShape::User:
+            return inventedWord(random, 2, 3) +
+                   (random.below(3) == 0 ? std::to_string(random.between(1, 99)) : "");
+        case TextShape::Email:
+            return inventedWord(random, 1, 3) + "@" + inventedWord(random, 1, 2) +
+                   pick(random, kDomains);
+        case TextShape::Secret:
+            return inventedWord(random, 2, 3) + (random.below(2) == 0 ? "-" : "") +
+                   std::to_string(random.between(2, 999));
+        case TextShape::Phrase: {
+            std::string phrase = inventedWord(random, 1, 3);
+            for (int i = random.between(1, 2); i > 0; --i)
+                phrase += " " + inventedWord(random, 1, 3);
+            return phrase;
+        }
+        case TextShape::FullName:
+            return capitalised(inventedWord(random, 1, 3)) + " " +
+                   capitalised(inventedWord(random, 2, 3));
+        case TextShape::FileName:
+            break;
+    }
+    return inventedWord(random, 1, 3) + (random.below(2) == 0 ? "-" : "_") +
+           inventedWord(random, 1, 2) + pick(random, kExtensions);
+}
+
 Look drawLook(SplitMix64& random) {
     Look look;
     look.palette = random.below(2) == 0 ? pick(random, kLight) : pick(random, kDark);
@@ -220,6 +274,8 @@ constexpr std::string_view kRecorder = R"JS(<script>
 struct Builder {
     SplitMix64& random;
     SyntheticTask& task;
+    // The stream invented text comes from; null: the word lists' text is typed.
+    SplitMix64* invented;
     Look look;
     std::string body;
     std::string title;
@@ -259,6 +315,11 @@ struct Builder {
         task.instruction = std::move(instruction);
         task.goals.push_back({TaskGoal::Act::Click, id, {}, naming});
         task.expectedFacts["last_click"] = id;
+    }
+    // Text for a field to be typed into: `listed` (already drawn from a word list, so that the
+    // page stream is the same either way), or an invented text of that shape.
+    std::string toType(std::string listed, TextShape shape) {
+        return invented == nullptr ? listed : inventedText(*invented, shape);
     }
     void typeGoal(const std::string& id, const std::string& text) {
         task.goals.push_back({TaskGoal::Act::Type, id, text, StepKind::ClickRole});
@@ -301,7 +362,8 @@ void formLogin(Builder& b) {
     const bool email = r.below(2) == 0;
     const std::string userLabel = email ? "Email address" : "Username";
     const std::string user = pick(r, kUsers);
-    const std::string login = email ? user + "@example.com" : user;
+    const std::string login =
+        email ? b.toType(user + "@example.com", TextShape::Email) : b.toType(user, TextShape::User);
     const std::string userId = b.field(userLabel, "text", true);
     const std::string passId = b.field("Password", "password");
     const std::string rememberId = b.checkbox("Remember me");
@@ -312,7 +374,7 @@ void formLogin(Builder& b) {
     b.text(" &middot; ");
     const std::string create = b.link("Create an account");
     b.text("</p>" + filler(r, 1) + "</div></div>");
-    const std::string secret = pick(r, kSecrets);
+    const std::string secret = b.toType(pick(r, kSecrets), TextShape::Secret);
     switch (r.below(6)) {
         case 0:
         case 1:
@@ -364,7 +426,7 @@ void formSearch(Builder& b) {
     for (const std::string& chip : chips)
         chipIds.push_back(b.button(chip));
     b.text("</div>" + filler(r, 2) + "</div>");
-    const std::string query = pick(r, kQueries);
+    const std::string query = b.toType(pick(r, kQueries), TextShape::Phrase);
     switch (r.below(6)) {
         case 0:
         case 1:
@@ -542,7 +604,7 @@ void dialogNewFolder(Builder& b) {
     std::string fieldId;
     const auto [close, cancel, ok] =
         dialogFrame(b, "New folder", "Create", [&] { fieldId = b.field("Folder name", "text"); });
-    const std::string name = pick(r, kQueries);
+    const std::string name = b.toType(pick(r, kQueries), TextShape::Phrase);
     switch (r.below(5)) {
         case 0:
         case 1:
@@ -657,8 +719,9 @@ void formSignup(Builder& b) {
     b.text("<p>Already have an account? ");
     const std::string signIn = b.link("Sign in");
     b.text("</p></div></div>");
-    const std::string name = pick(r, kFullNames);
-    const std::string email = std::string(pick(r, kUsers)) + "@example.org";
+    const std::string name = b.toType(pick(r, kFullNames), TextShape::FullName);
+    const std::string email =
+        b.toType(std::string(pick(r, kUsers)) + "@example.org", TextShape::Email);
     switch (r.below(5)) {
         case 0:
         case 1:
@@ -700,7 +763,7 @@ void formSettings(Builder& b) {
     const std::string cancel = b.button("Cancel");
     const std::string save = b.button("Save changes", true);
     b.text("</div>" + filler(r, 1) + "</div>");
-    const std::string name = pick(r, kFullNames);
+    const std::string name = b.toType(pick(r, kFullNames), TextShape::FullName);
     switch (r.below(6)) {
         case 0:
         case 1:
@@ -752,7 +815,7 @@ void dialogForm(Builder& b) {
     std::string fieldId;
     const auto [close, cancel, ok] =
         dialogFrame(b, "Rename " + file, "Rename", [&] { fieldId = b.field("New name", "text"); });
-    const std::string name = pick(r, kFiles);
+    const std::string name = b.toType(pick(r, kFiles), TextShape::FileName);
     switch (r.below(4)) {
         case 0:
         case 1:
@@ -893,7 +956,7 @@ const std::vector<std::string_view>& templateNames(Split split) {
     return split == Split::Train ? train : heldOut;
 }
 
-SyntheticTask generateTask(Split split, std::uint64_t seed, int index) {
+SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TypedText typed) {
     // The split is mixed into the stream, so a held-out task never shares a stream with a
     // training task, whatever seeds the two runs were given.
     const std::uint64_t salt = split == Split::Train ? 0x5452414Eull : 0x48454C44ull;
@@ -911,7 +974,11 @@ SyntheticTask generateTask(Split split, std::uint64_t seed, int index) {
                             ? kTrainTemplates[std::size_t(index) % kTrainTemplates.size()]
                             : kHeldOutTemplates[std::size_t(index) % kHeldOutTemplates.size()];
     task.templateName = std::string(t.name);
-    Builder builder{random, task, drawLook(random), {}, {}, false, 1};
+    // Invented text has a stream of its own, so that drawing it leaves the page's untouched.
+    SplitMix64 invented(seed ^ (salt << 16) ^ (0x9E3779B97F4A7C15ull * (std::uint64_t(index) + 1)));
+    Builder builder{
+        random, task, typed == TypedText::Invented ? &invented : nullptr, drawLook(random), {}, {},
+        false,  1};
     t.build(builder);
     task.html = document(builder);
     return task;

@@ -61,9 +61,16 @@ struct SyntheticTask {
 // The template names of a family, in a fixed order; the two families share no name.
 const std::vector<std::string_view>& templateNames(Split split);
 
-// Task `index` of the split: depends only on (split, seed, index). Screens: 1280x800 for six
-// tasks in ten, 1024x768 and 1920x1080 for two each. Templates cycle with the index.
-SyntheticTask generateTask(Split split, std::uint64_t seed, int index);
+// Where the text a task asks to type comes from. Lists: fixed word lists (about 70 strings to
+// type in the training family), which a model can memorise instead of reading the instruction.
+// Invented: names, words, addresses and file names made up from syllables (a stream of their
+// own, so the pages are the same as with Lists), which a model can only copy.
+enum class TypedText { Lists, Invented };
+
+// Task `index` of the split: depends only on (split, seed, index, typed). Screens: 1280x800 for
+// six tasks in ten, 1024x768 and 1920x1080 for two each. Templates cycle with the index.
+SyntheticTask generateTask(Split split, std::uint64_t seed, int index,
+                           TypedText typed = TypedText::Lists);
 
 // The hidden elements the recorder writes, by fact name.
 inline constexpr std::string_view kFactNames[] = {"last_click", "last_key", "submitted", "dialog"};

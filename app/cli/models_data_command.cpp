@@ -1,5 +1,5 @@
 // iris models data --split train|heldout [--seed S] [--count N] [--first N] [--max-pixels P]
-//                  --out DIR [--osworld]
+//                  [--invented-text] --out DIR [--osworld]
 // Synthetic training and evaluation data for a small computer-use model: seeded template pages
 // played step by step in Iris's offscreen browser (app/session/grounding_data.h).
 #include <algorithm>
@@ -40,6 +40,10 @@ const std::vector<OptionSpec>& dataOptions() {
         {"max-pixels", "", true,
          "pixel budget of the model's image (default 3211264 = 4096 x 28 x 28); screenshots "
          "are smart-resized with it and answers are in its pixels"},
+        {"invented-text", "", false,
+         "make up the text tasks ask to type (names, words, addresses, file names) instead of "
+         "drawing it from the generator's word lists, so that a model learns to copy it from "
+         "the instruction; the pages stay the same"},
         {"out", "o", true, "the folder to write"},
         {"jobs", "j", true,
          "processes writing parts of the set at once (default 1); the result is the same "
@@ -94,6 +98,8 @@ Result<GroundingDataSummary> writeInParts(const GroundingDataOptions& options, i
             QStringLiteral("--max-pixels"), QString::number(options.maxPixels),
             QStringLiteral("--out"),        QString::fromStdString(parts.back().string())};
         if (options.osworld) arguments << QStringLiteral("--osworld");
+        if (options.typedText == gr::TypedText::Invented)
+            arguments << QStringLiteral("--invented-text");
         if (options.messages) arguments << QStringLiteral("--messages");
         auto child = std::make_unique<QProcess>();
         child->setProcessChannelMode(QProcess::ForwardedErrorChannel);
@@ -159,6 +165,7 @@ int runModelsData(int argc, char** argv) {
     options.maxPixels = *maxPixels;
     options.osworld = args->has("osworld");
     options.messages = args->has("messages");
+    if (args->has("invented-text")) options.typedText = gr::TypedText::Invented;
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     std::atomic<bool> stop{false};

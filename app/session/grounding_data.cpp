@@ -194,6 +194,7 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
     json templates = json::array();
     for (std::string_view name : gr::templateNames(options.split))
         templates.push_back(name);
+    const char* typed = options.typedText == gr::TypedText::Invented ? "invented" : "word lists";
     return {{"generator", "iris models data"},
             {"generator_version", kGroundingDataVersion},
             {"split", gr::splitName(options.split)},
@@ -201,6 +202,7 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
             {"first_index", options.firstIndex},
             {"count", options.count},
             {"max_pixels", options.maxPixels},
+            {"typed_text", typed},
             {"action_format", "uitars"},
             {"messages", options.messages},
             {"coordinates",
@@ -426,9 +428,10 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
         if (stop && stop->load())
             return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
         std::string lines;
-        IRIS_RETURN_IF_ERROR(writeTask(
-            options, layout, browsers, pages->path(),
-            gr::generateTask(options.split, options.seed, options.firstIndex + i), summary, lines));
+        IRIS_RETURN_IF_ERROR(writeTask(options, layout, browsers, pages->path(),
+                                       gr::generateTask(options.split, options.seed,
+                                                        options.firstIndex + i, options.typedText),
+                                       summary, lines));
         if (!options.osworld && !(examples << lines)) return cannotWrite;
         if (progress) progress(i + 1, options.count, summary.steps);
     }

@@ -98,6 +98,48 @@ TEST(SyntheticTasks, EveryTaskNamesItsControlsAndNeedsAtMostFiveActions) {
     EXPECT_EQ(screens, (std::set<std::string>{"1024x768", "1280x800", "1920x1080"}));
 }
 
+// Invented text changes what is typed and nothing else: the same pages, controls and goals, the
+// instruction with the new text where the listed one was, texts that rarely repeat (the word
+// lists give the training family's typing about 70 texts in all) and that any keyboard types.
+TEST(SyntheticTasks, InventedTextChangesOnlyWhatIsTyped) {
+    std::set<std::string> listed, invented;
+    int changed = 0, trainChanged = 0;
+    for (Split split : {Split::Train, Split::HeldOut}) {
+        for (int i = 0; i < 400; ++i) {
+            const SyntheticTask a = generateTask(split, 4, i);
+            const SyntheticTask b = generateTask(split, 4, i, TypedText::Invented);
+            ASSERT_EQ(a.html, b.html) << a.id;
+            ASSERT_EQ(a.goals.size(), b.goals.size()) << a.id;
+            EXPECT_EQ(a.expectedFacts, b.expectedFacts) << a.id;
+            std::string instruction = a.instruction;
+            for (std::size_t g = 0; g < a.goals.size(); ++g) {
+                const TaskGoal &was = a.goals[g], &now = b.goals[g];
+                EXPECT_EQ(was.act, now.act) << a.id;
+                EXPECT_EQ(was.target, now.target) << a.id;
+                if (now.act != TaskGoal::Act::Type || was.text == now.text) continue;
+                ++changed;
+                if (split == Split::Train) {
+                    ++trainChanged;
+                    listed.insert(was.text);
+                    invented.insert(now.text);
+                }
+                EXPECT_EQ(now.text.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 @._-"),
+                          std::string::npos)
+                    << now.text;
+                EXPECT_EQ(b.expectedValues.at(now.target), now.text) << a.id;
+                const std::size_t at = instruction.find(was.text);
+                ASSERT_NE(at, std::string::npos) << a.id << ": " << a.instruction;
+                instruction.replace(at, was.text.size(), now.text);
+            }
+            EXPECT_EQ(instruction, b.instruction) << a.id;
+        }
+    }
+    EXPECT_GT(changed, 150);
+    EXPECT_LT(listed.size(), 80u);
+    EXPECT_GE(invented.size() * 100, std::size_t(trainChanged) * 95);
+}
+
 TEST(TaskOracle, ClicksTheBoxCentreInTheResizedImage) {
     SyntheticTask task;
     task.id = "t";

@@ -53,6 +53,16 @@ protected:
         m_folder.emplace(std::move(*folder));
     }
     fs::path folder() const { return m_folder->path(); }
+    // Plays `task` with its oracle's answers (in screen pixels): the answers, and in `browser` the
+    // page the task ended on.
+    Result<std::vector<std::string>> play(const gr::SyntheticTask& task,
+                                          agent::GuiThreadEnvironment*& browser) {
+        return playSyntheticTask(m_browsers, folder(), task, {task.screen, task.screen}, 8,
+                                 [&](const PlayedStep& step) -> Status {
+                                     browser = step.browser;
+                                     return Status::ok();
+                                 });
+    }
 
     QObject m_anchor;
     GroundingBrowsers m_browsers{&m_anchor};
@@ -109,24 +119,20 @@ std::string value(agent::GuiThreadEnvironment& browser, const std::string& id) {
     return text.isOk() ? nlohmann::json::parse(*text).get<std::string>() : "?";
 }
 
-// The first task of `split` whose instruction starts with `prefix`.
-gr::SyntheticTask firstTask(gr::Split split, const std::string& prefix) {
+// The first task of `split` (seed 9) whose instruction starts with `prefix`, and its index.
+std::pair<gr::SyntheticTask, int> firstTask(gr::Split split, const std::string& prefix,
+                                            gr::TypedText typed = gr::TypedText::Lists) {
     for (int i = 0;; ++i) {
-        gr::SyntheticTask task = gr::generateTask(split, 9, i);
-        if (task.instruction.starts_with(prefix)) return task;
+        gr::SyntheticTask task = gr::generateTask(split, 9, i, typed);
+        if (task.instruction.starts_with(prefix)) return {std::move(task), i};
     }
 }
 
 TEST_F(SyntheticGroundingTest, AMultiStepSignInReachesItsGoalThroughRealInput) {
-    const gr::SyntheticTask task = firstTask(gr::Split::Train, "Sign in as ");
+    const gr::SyntheticTask task = firstTask(gr::Split::Train, "Sign in as ").first;
     ASSERT_EQ(task.goals.size(), 3u);
     agent::GuiThreadEnvironment* browser = nullptr;
-    Result<std::vector<std::string>> answers =
-        playSyntheticTask(m_browsers, folder(), task, {task.screen, task.screen}, 8,
-                          [&](const PlayedStep& step) -> Status {
-                              browser = step.browser;
-                              return Status::ok();
-                          });
+    Result<std::vector<std::string>> answers = play(task, browser);
     ASSERT_TRUE(answers.isOk()) << answers.status().message();
     // type (the first field has the focus), click, type, click "Sign in", finished.
     ASSERT_EQ(answers->size(), 5u);
@@ -142,6 +148,28 @@ TEST_F(SyntheticGroundingTest, AMultiStepSignInReachesItsGoalThroughRealInput) {
     EXPECT_EQ(value(*browser, password.target), password.text);
     EXPECT_EQ(fact(*browser, "last-click"), task.goals[2].target);
     EXPECT_NE(task.instruction.find(user.text), std::string::npos);
+}
+
+// Invented text to type (iris models data --invented-text) reaches the fields through real
+// input exactly as written, in both families: a sign-in (name and secret) and a sign-up.
+TEST_F(SyntheticGroundingTest, InventedTextIsTypedAsWritten) {
+    for (const auto& [split, prefix] : {std::pair{gr::Split::Train, "Sign in as "},
+                                        std::pair{gr::Split::HeldOut, "Sign up as "}}) {
+        const auto [task, index] = firstTask(split, prefix, gr::TypedText::Invented);
+        ASSERT_NE(task.instruction, gr::generateTask(split, 9, index).instruction);
+        agent::GuiThreadEnvironment* browser = nullptr;
+        Result<std::vector<std::string>> answers = play(task, browser);
+        ASSERT_TRUE(answers.isOk()) << answers.status().message();
+        ASSERT_NE(browser, nullptr);
+        int typed = 0;
+        for (const gr::TaskGoal& goal : task.goals) {
+            if (goal.act != gr::TaskGoal::Act::Type) continue;
+            EXPECT_EQ(value(*browser, goal.target), goal.text) << task.instruction;
+            EXPECT_NE(task.instruction.find(goal.text), std::string::npos);
+            ++typed;
+        }
+        EXPECT_EQ(typed, 2) << task.instruction;
+    }
 }
 
 // Training task 4176 of seed 1 asks for a link that wraps over two lines ("Create an / account"

@@ -227,6 +227,11 @@ std::uint64_t PipeWireCapture::frameSequence() const {
     return m_sequence;
 }
 
+bool PipeWireCapture::failed() const {
+    std::lock_guard lock(m_mutex);
+    return !m_error.empty();
+}
+
 Result<cv::Mat> PipeWireCapture::nextFrame(int timeoutMs, std::uint64_t afterSequence) {
     std::unique_lock lock(m_mutex);
     const bool arrived = m_arrived.wait_for(lock, std::chrono::milliseconds(timeoutMs), [&] {

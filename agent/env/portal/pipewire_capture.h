@@ -35,6 +35,7 @@ public:
     // `timeoutMs` for it. Fails when the stream stopped or failed, naming why.
     Result<cv::Mat> nextFrame(int timeoutMs, std::uint64_t afterSequence = 0);
     std::uint64_t frameSequence() const;  // how many frames arrived so far
+    bool failed() const;                  // the stream reported an error or stopped
 
 private:
     friend struct PipeWireCallbacks;  // libpipewire's C callbacks, in the .cpp

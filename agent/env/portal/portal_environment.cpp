@@ -59,8 +59,15 @@ Result<std::unique_ptr<PortalEnvironment>> PortalEnvironment::open(
         if (!capture) return capture.status();
         auto first = (*capture)->nextFrame(options.firstFrameTimeoutMs);
         if (!first) {
-            return first.status().withContext("the first frame of shared screen " +
-                                              std::to_string(stream.nodeId) + ": ");
+            Status status = first.status().withContext("the first frame of shared screen " +
+                                                       std::to_string(stream.nodeId) + ": ");
+            if ((*capture)->failed()) return status;
+            // Linked, and no picture: the compositor records a screen only when it finishes a
+            // frame of it, and some never do (KWin 5.27 on its headless virtual backend).
+            return Status::unavailable(
+                status.message() +
+                "; the desktop accepted the screen cast and sent no picture: its compositor does "
+                "not record this screen (KWin 5.27 on a headless virtual output never does)");
         }
         firstFrames.push_back(first->size());
         env->m_screens.push_back({stream, std::move(*capture), {}});

@@ -445,11 +445,14 @@ protected:
         PortalClientTest::TearDown();
     }
 
-    // Starts a producer (the first, or `second`) and returns its node id.
-    uint startProducer(const char* format, int width, int height, bool second = false) {
+    // Starts a producer (the first, or `second`; `silent`: one that sends no frame) and returns
+    // its node id.
+    uint startProducer(const char* format, int width, int height, bool second = false,
+                       bool silent = false) {
         QProcess& producer = second ? m_secondProducer : m_producer;
-        producer.start(IRIS_TEST_SCREEN_PRODUCER,
-                       {format, QString::number(width), QString::number(height)});
+        QStringList arguments = {format, QString::number(width), QString::number(height)};
+        if (silent) arguments << "silent";
+        producer.start(IRIS_TEST_SCREEN_PRODUCER, arguments);
         if (!producer.waitForStarted(kStartMs)) return 0;
         while (!producer.canReadLine() && producer.waitForReadyRead(kStartMs)) {
         }
@@ -652,6 +655,25 @@ TEST_F(PortalFramesTest, StreamThatStopsFailsTheNextFrame) {
     EXPECT_FALSE(after.isOk());
     EXPECT_NE(after.status().message().find("stream stopped"), std::string::npos)
         << after.status().message();
+}
+
+// A desktop that shares the screen and never records it (KWin 5.27 on a headless virtual
+// output, scripts/kde-trial): open() gives up after the first frame's wait and says so.
+TEST_F(PortalFramesTest, ScreenThatSendsNoPictureSaysSo) {
+    const uint node = startProducer("BGRx", 64, 48, false, /*silent=*/true);
+    ASSERT_NE(node, 0U);
+    startFake();
+    control("SetStreamNode", {node, 64, 48});
+    PortalEnvironmentOptions options;
+    options.firstFrameTimeoutMs = 1500;
+    auto env = PortalEnvironment::open(*m_bus, nullptr, options);
+    ASSERT_FALSE(env.isOk());
+    EXPECT_EQ(env.status().code(), StatusCode::Unavailable);
+    const std::string message = env.status().message();
+    EXPECT_NE(message.find("the first frame of shared screen " + std::to_string(node)),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("sent no picture"), std::string::npos) << message;
 }
 
 TEST_F(PortalFramesTest, BgrxFramesOfTheSharedScreenArriveIntact) {

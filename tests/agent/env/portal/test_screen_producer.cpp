@@ -1,5 +1,6 @@
 // A PipeWire video source with known pixels, standing in for the compositor's screen cast in
-// portal_client_test.cpp:  test_screen_producer FORMAT WIDTH HEIGHT  (FORMAT: BGRx or RGBA).
+// portal_client_test.cpp:  test_screen_producer FORMAT WIDTH HEIGHT [silent]  (FORMAT: BGRx or
+// RGBA; silent: linked and streaming, and never a frame, as KWin 5.27's headless backend).
 // Pixel (x, y) is red x*4 mod 256, green y*5 mod 256, blue 200, in FORMAT's byte order, in memfd
 // buffers. It prints its node id once the node exists. With no session manager in the test's
 // private PipeWire, it links itself to the capture node Iris creates for it
@@ -134,10 +135,11 @@ void onTimer(void* data, uint64_t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: test_screen_producer BGRx|RGBA WIDTH HEIGHT\n");
+    if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "silent") == 0)) {
+        std::fprintf(stderr, "usage: test_screen_producer BGRx|RGBA WIDTH HEIGHT [silent]\n");
         return 2;
     }
+    const bool silent = argc == 5;
     pw_init(&argc, &argv);
     Producer p;
     p.format = std::strcmp(argv[1], "RGBA") == 0 ? SPA_VIDEO_FORMAT_RGBA : SPA_VIDEO_FORMAT_BGRx;
@@ -180,10 +182,12 @@ int main(int argc, char** argv) {
         static_cast<pw_stream_flags>(PW_STREAM_FLAG_DRIVER | PW_STREAM_FLAG_MAP_BUFFERS), params,
         1);
 
-    // A driver runs a cycle when told: a frame every 30 ms.
-    spa_source* timer = pw_loop_add_timer(pw_main_loop_get_loop(p.loop), onTimer, &p);
-    timespec interval{0, 30 * 1000 * 1000};
-    pw_loop_update_timer(pw_main_loop_get_loop(p.loop), timer, &interval, &interval, false);
+    // A driver runs a cycle when told: a frame every 30 ms (never, silent).
+    if (!silent) {
+        spa_source* timer = pw_loop_add_timer(pw_main_loop_get_loop(p.loop), onTimer, &p);
+        timespec interval{0, 30 * 1000 * 1000};
+        pw_loop_update_timer(pw_main_loop_get_loop(p.loop), timer, &interval, &interval, false);
+    }
     pw_main_loop_run(p.loop);
     return 0;
 }

@@ -62,6 +62,12 @@ constexpr std::array kToggles = {"Email notifications", "Dark mode",          "T
                                  "Weekly summary",      "Show online status", "Auto-play videos"};
 constexpr std::array kOrdinals = {"first", "second",  "third",  "fourth", "fifth",
                                   "sixth", "seventh", "eighth", "ninth",  "tenth"};
+constexpr std::array kTodos = {"Buy milk",         "Call the bank",  "Book flights",
+                               "Water the plants", "Pay rent",       "Renew passport",
+                               "Fix the bike",     "Send invoices",  "Clean the desk",
+                               "Plan the trip",    "Back up photos", "Read chapter 3"};
+constexpr std::array kTabs = {"Overview", "Activity", "Members",      "Billing",
+                              "Usage",    "Security", "Integrations", "Logs"};
 
 // --- looks ---------------------------------------------------------------------------------------
 
@@ -704,6 +710,127 @@ void cardsGrid(Builder& b) {
                     "Click " + quoted(action) + " on the " + quoted(titles[i]) + " card.");
 }
 
+// --- more training templates (TaskOptions::moreTemplates) ----------------------------------------
+
+void formContact(Builder& b) {
+    SplitMix64& r = b.random;
+    const std::string site = pick(r, kSites);
+    b.title = "Contact " + site;
+    b.text("<div class=\"main\"><div class=\"panel\"><h1>Contact us</h1>" + filler(r, 1));
+    const std::string subjectId = b.field("Subject", "text", true);
+    const std::string nameId = b.field("Your name", "text");
+    const std::string emailId = b.field("Email", "email");
+    b.text("<div>");
+    const std::string send = b.button("Send message", true);
+    const std::string clear = b.button("Clear");
+    b.text("</div><p>");
+    const std::string privacy = b.link("Privacy policy");
+    b.text("</p></div></div>");
+    const std::string email =
+        b.toType(std::string(pick(r, kUsers)) + "@example.net", TextShape::Email);
+    const std::string subject = b.toType(pick(r, kQueries), TextShape::Phrase);
+    switch (r.below(6)) {
+        case 0:
+        case 1:
+            b.task.instruction =
+                "Write to " + site + " about " + quoted(subject) + " from " + email + ".";
+            b.typeGoal(subjectId, subject);
+            b.typeGoal(emailId, email);
+            b.clickGoal(send);
+            break;
+        case 2: {
+            const std::array choices = {std::pair{nameId, "Click the name field."},
+                                        std::pair{emailId, "Click the email field."},
+                                        std::pair{subjectId, "Click the subject field."}};
+            const auto& [id, text] = pick(r, choices);
+            b.clickTask(id, StepKind::ClickRole, text);
+            break;
+        }
+        case 3:
+            b.task.instruction = "Type " + quoted(subject) + " into the Subject field.";
+            b.typeGoal(subjectId, subject);
+            break;
+        default: {
+            const std::array choices = {std::pair{send, "Click 'Send message'."},
+                                        std::pair{clear, "Click 'Clear'."},
+                                        std::pair{privacy, "Open the 'Privacy policy' link."}};
+            const auto& [id, text] = pick(r, choices);
+            b.clickTask(id, StepKind::ClickLabel, text);
+            break;
+        }
+    }
+}
+
+void listTodo(Builder& b) {
+    SplitMix64& r = b.random;
+    b.title = "To do";
+    const std::vector<std::string> items = distinct(r, kTodos, r.between(3, 7));
+    b.text("<div class=\"main\"><h1>To do</h1>");
+    std::vector<std::string> ids;
+    for (const std::string& item : items)
+        ids.push_back(b.checkbox(item));
+    const std::string newTask = b.field("New task", "text");
+    const std::string add = b.button("Add", true);
+    b.text(filler(r, 1) + "</div>");
+    const std::string task = b.toType(pick(r, kTodos), TextShape::Phrase);
+    const std::size_t i = r.below(ids.size());
+    switch (r.below(5)) {
+        case 0:
+        case 1:
+            b.clickTask(ids[i], StepKind::ClickLabel, "Tick " + quoted(items[i]) + ".");
+            break;
+        case 2:
+            b.clickTask(ids[i], StepKind::ClickPosition,
+                        "Tick the " + std::string(kOrdinals[i]) + " task in the list.");
+            break;
+        case 3:
+            b.task.instruction = "Add the task " + quoted(task) + ".";
+            b.typeGoal(newTask, task);
+            b.clickGoal(add);
+            break;
+        default:
+            b.task.instruction = "Type " + quoted(task) + " as a new task and press Enter.";
+            b.typeGoal(newTask, task);
+            b.keyGoal("enter");
+            break;
+    }
+}
+
+void navTabs(Builder& b) {
+    SplitMix64& r = b.random;
+    const std::string site = pick(r, kSites);
+    b.title = site + " project";
+    const std::vector<std::string> tabs = distinct(r, kTabs, r.between(3, 6));
+    b.text("<div class=\"main\" style=\"width:" + px(std::max(b.look.width, 560)) + "\"><h1>" +
+           site + " project</h1><div class=\"bar\">");
+    std::vector<std::string> ids;
+    for (const std::string& tab : tabs)
+        ids.push_back(b.button(tab));
+    b.text("</div>" + filler(r, 2));
+    const std::string filterId = b.newId();
+    b.text("<input class=\"field\" data-iris-id=\"" + filterId +
+           "\" type=\"text\" placeholder=\"Filter\">" + filler(r, 1) + "</div>");
+    const std::string filter = b.toType(pick(r, kQueries), TextShape::Phrase);
+    const std::size_t i = r.below(ids.size());
+    switch (r.below(5)) {
+        case 0:
+        case 1:
+            b.clickTask(ids[i], StepKind::ClickLabel, "Open the " + quoted(tabs[i]) + " tab.");
+            break;
+        case 2:
+            b.clickTask(ids[i], StepKind::ClickPosition,
+                        "Open the " + std::string(kOrdinals[i]) + " tab.");
+            break;
+        case 3:
+            b.clickTask(filterId, StepKind::ClickRole, "Click the filter field.");
+            break;
+        default:
+            b.task.instruction = "Filter the page by " + quoted(filter) + ".";
+            b.typeGoal(filterId, filter);
+            break;
+    }
+}
+
 // --- held-out templates --------------------------------------------------------------------------
 
 void formSignup(Builder& b) {
@@ -896,6 +1023,9 @@ constexpr std::array kTrainTemplates = {
     Template{"toolbar/editor", toolbarEditor}, Template{"table/files", tableFiles},
     Template{"dialog/confirm", dialogConfirm}, Template{"dialog/new-folder", dialogNewFolder},
     Template{"nav/topbar", navTopbar},         Template{"cards/grid", cardsGrid}};
+constexpr std::array kMoreTrainTemplates = {Template{"form/contact", formContact},
+                                            Template{"list/todo", listTodo},
+                                            Template{"nav/tabs", navTabs}};
 constexpr std::array kHeldOutTemplates = {
     Template{"form/signup", formSignup},     Template{"form/settings", formSettings},
     Template{"list/contacts", listContacts}, Template{"dialog/form", dialogForm},
@@ -940,23 +1070,38 @@ std::string_view stepKindName(StepKind kind) {
     return "done";
 }
 
-const std::vector<std::string_view>& templateNames(Split split) {
-    static const std::vector<std::string_view> train = [] {
-        std::vector<std::string_view> names;
-        for (const Template& t : kTrainTemplates)
-            names.push_back(t.name);
-        return names;
-    }();
-    static const std::vector<std::string_view> heldOut = [] {
-        std::vector<std::string_view> names;
+// The templates a family draws from, in the order tasks cycle through them.
+std::vector<const Template*> familyTemplates(Split split, bool moreTemplates) {
+    std::vector<const Template*> family;
+    if (split == Split::HeldOut) {
         for (const Template& t : kHeldOutTemplates)
-            names.push_back(t.name);
-        return names;
-    }();
-    return split == Split::Train ? train : heldOut;
+            family.push_back(&t);
+        return family;
+    }
+    for (const Template& t : kTrainTemplates)
+        family.push_back(&t);
+    if (moreTemplates) {
+        for (const Template& t : kMoreTrainTemplates)
+            family.push_back(&t);
+    }
+    return family;
 }
 
-SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TypedText typed) {
+const std::vector<std::string_view>& templateNames(Split split, bool moreTemplates) {
+    static const auto names = [](Split family, bool more) {
+        std::vector<std::string_view> out;
+        for (const Template* t : familyTemplates(family, more))
+            out.push_back(t->name);
+        return out;
+    };
+    static const std::vector<std::string_view> train = names(Split::Train, false);
+    static const std::vector<std::string_view> moreTrain = names(Split::Train, true);
+    static const std::vector<std::string_view> heldOut = names(Split::HeldOut, false);
+    if (split == Split::HeldOut) return heldOut;
+    return moreTemplates ? moreTrain : train;
+}
+
+SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TaskOptions options) {
     // The split is mixed into the stream, so a held-out task never shares a stream with a
     // training task, whatever seeds the two runs were given.
     const std::uint64_t salt = split == Split::Train ? 0x5452414Eull : 0x48454C44ull;
@@ -970,15 +1115,13 @@ SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TypedText
     task.screen = slot < 6   ? ScreenSize{1280, 800}
                   : slot < 8 ? ScreenSize{1024, 768}
                              : ScreenSize{1920, 1080};
-    const Template& t = split == Split::Train
-                            ? kTrainTemplates[std::size_t(index) % kTrainTemplates.size()]
-                            : kHeldOutTemplates[std::size_t(index) % kHeldOutTemplates.size()];
+    const std::vector<const Template*> family = familyTemplates(split, options.moreTemplates);
+    const Template& t = *family[std::size_t(index) % family.size()];
     task.templateName = std::string(t.name);
     // Invented text has a stream of its own, so that drawing it leaves the page's untouched.
     SplitMix64 invented(seed ^ (salt << 16) ^ (0x9E3779B97F4A7C15ull * (std::uint64_t(index) + 1)));
-    Builder builder{
-        random, task, typed == TypedText::Invented ? &invented : nullptr, drawLook(random), {}, {},
-        false,  1};
+    SplitMix64* typed = options.typed == TypedText::Invented ? &invented : nullptr;
+    Builder builder{random, task, typed, drawLook(random), {}, {}, false, 1};
     t.build(builder);
     task.html = document(builder);
     return task;

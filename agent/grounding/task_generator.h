@@ -59,7 +59,7 @@ struct SyntheticTask {
 };
 
 // The template names of a family, in a fixed order; the two families share no name.
-const std::vector<std::string_view>& templateNames(Split split);
+const std::vector<std::string_view>& templateNames(Split split, bool moreTemplates = false);
 
 // Where the text a task asks to type comes from. Lists: fixed word lists (about 70 strings to
 // type in the training family), which a model can memorise instead of reading the instruction.
@@ -67,10 +67,18 @@ const std::vector<std::string_view>& templateNames(Split split);
 // own, so the pages are the same as with Lists), which a model can only copy.
 enum class TypedText { Lists, Invented };
 
-// Task `index` of the split: depends only on (split, seed, index, typed). Screens: 1280x800 for
-// six tasks in ten, 1024x768 and 1920x1080 for two each. Templates cycle with the index.
-SyntheticTask generateTask(Split split, std::uint64_t seed, int index,
-                           TypedText typed = TypedText::Lists);
+// How tasks are drawn beyond (split, seed, index). The defaults give the tasks of every data set
+// made before these options existed, byte for byte.
+struct TaskOptions {
+    TypedText typed = TypedText::Lists;
+    // The training family's 8 templates, or those and 3 more (form/contact, list/todo,
+    // nav/tabs): more kinds of page for a model to generalise from. Held-out tasks never change.
+    bool moreTemplates = false;
+};
+
+// Task `index` of the split: depends only on (split, seed, index, options). Screens: 1280x800
+// for six tasks in ten, 1024x768 and 1920x1080 for two each. Templates cycle with the index.
+SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TaskOptions options = {});
 
 // The hidden elements the recorder writes, by fact name.
 inline constexpr std::string_view kFactNames[] = {"last_click", "last_key", "submitted", "dialog"};

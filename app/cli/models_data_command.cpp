@@ -1,5 +1,5 @@
 // iris models data --split train|heldout [--seed S] [--count N] [--first N] [--max-pixels P]
-//                  [--invented-text] --out DIR [--osworld]
+//                  [--invented-text] [--more-templates] --out DIR [--osworld]
 // Synthetic training and evaluation data for a small computer-use model: seeded template pages
 // played step by step in Iris's offscreen browser (app/session/grounding_data.h).
 #include <algorithm>
@@ -44,6 +44,9 @@ const std::vector<OptionSpec>& dataOptions() {
          "make up the text tasks ask to type (names, words, addresses, file names) instead of "
          "drawing it from the generator's word lists, so that a model learns to copy it from "
          "the instruction; the pages stay the same"},
+        {"more-templates", "", false,
+         "train split: 11 templates instead of 8 (adds form/contact, list/todo, nav/tabs), "
+         "more kinds of page to generalise from; the heldout split is the same either way"},
         {"out", "o", true, "the folder to write"},
         {"jobs", "j", true,
          "processes writing parts of the set at once (default 1); the result is the same "
@@ -98,8 +101,9 @@ Result<GroundingDataSummary> writeInParts(const GroundingDataOptions& options, i
             QStringLiteral("--max-pixels"), QString::number(options.maxPixels),
             QStringLiteral("--out"),        QString::fromStdString(parts.back().string())};
         if (options.osworld) arguments << QStringLiteral("--osworld");
-        if (options.typedText == gr::TypedText::Invented)
+        if (options.tasks.typed == gr::TypedText::Invented)
             arguments << QStringLiteral("--invented-text");
+        if (options.tasks.moreTemplates) arguments << QStringLiteral("--more-templates");
         if (options.messages) arguments << QStringLiteral("--messages");
         auto child = std::make_unique<QProcess>();
         child->setProcessChannelMode(QProcess::ForwardedErrorChannel);
@@ -165,7 +169,8 @@ int runModelsData(int argc, char** argv) {
     options.maxPixels = *maxPixels;
     options.osworld = args->has("osworld");
     options.messages = args->has("messages");
-    if (args->has("invented-text")) options.typedText = gr::TypedText::Invented;
+    if (args->has("invented-text")) options.tasks.typed = gr::TypedText::Invented;
+    options.tasks.moreTemplates = args->has("more-templates");
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     std::atomic<bool> stop{false};

@@ -192,9 +192,9 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
         kinds[name] = found == summary.stepsPerKind.end() ? 0 : found->second;
     }
     json templates = json::array();
-    for (std::string_view name : gr::templateNames(options.split))
+    for (std::string_view name : gr::templateNames(options.split, options.tasks.moreTemplates))
         templates.push_back(name);
-    const char* typed = options.typedText == gr::TypedText::Invented ? "invented" : "word lists";
+    const char* typed = options.tasks.typed == gr::TypedText::Invented ? "invented" : "word lists";
     return {{"generator", "iris models data"},
             {"generator_version", kGroundingDataVersion},
             {"split", gr::splitName(options.split)},
@@ -203,6 +203,7 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
             {"count", options.count},
             {"max_pixels", options.maxPixels},
             {"typed_text", typed},
+            {"more_templates", options.tasks.moreTemplates},
             {"action_format", "uitars"},
             {"messages", options.messages},
             {"coordinates",
@@ -428,10 +429,10 @@ Result<GroundingDataSummary> writeGroundingData(const GroundingDataOptions& opti
         if (stop && stop->load())
             return Status::cancelled("stopped after " + std::to_string(i) + " tasks");
         std::string lines;
-        IRIS_RETURN_IF_ERROR(writeTask(options, layout, browsers, pages->path(),
-                                       gr::generateTask(options.split, options.seed,
-                                                        options.firstIndex + i, options.typedText),
-                                       summary, lines));
+        IRIS_RETURN_IF_ERROR(writeTask(
+            options, layout, browsers, pages->path(),
+            gr::generateTask(options.split, options.seed, options.firstIndex + i, options.tasks),
+            summary, lines));
         if (!options.osworld && !(examples << lines)) return cannotWrite;
         if (progress) progress(i + 1, options.count, summary.steps);
     }

@@ -31,9 +31,9 @@ struct GroundingDataOptions {
     // Pixel budget of the image the model sees: screenshots are smart-resized
     // (inference::smartResize, factor 28) with it, and answers are in that image's pixels.
     std::int64_t maxPixels = 4096 * 28 * 28;
-    // Where the text to type comes from (task_generator.h): the word lists, or invented text
-    // that a model must copy from the instruction.
-    agent::grounding::TypedText typedText = agent::grounding::TypedText::Lists;
+    // How the tasks are drawn (task_generator.h): the text to type from the word lists or
+    // invented, the training family's 8 templates or 11.
+    agent::grounding::TaskOptions tasks;
     std::filesystem::path out;
     // OSWorld task files (examples/synthetic-grounding/, demonstrations/, projects/) with answers
     // in screen pixels, instead of examples.jsonl and images/.

@@ -4,6 +4,7 @@
 // Iris's parser reads, at hand-computed points.
 #include "agent/grounding/task_generator.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -59,6 +60,20 @@ TEST(SyntheticTasks, TrainAndHeldOutShareNoTemplateAndNoPage) {
     }
     EXPECT_EQ(trainUsed.size(), train.size());
     EXPECT_EQ(heldOutUsed.size(), heldOut.size());
+
+    // More templates: the 8 and 3 more, none held out, all used; held-out tasks unchanged.
+    const std::vector<std::string_view>& more = templateNames(Split::Train, true);
+    ASSERT_EQ(more.size(), train.size() + 3);
+    EXPECT_TRUE(std::equal(train.begin(), train.end(), more.begin()));
+    std::set<std::string> moreUsed;
+    for (int i = 0; i < 200; ++i) {
+        const SyntheticTask t = generateTask(Split::Train, 3, i, {.moreTemplates = true});
+        EXPECT_EQ(std::count(heldOut.begin(), heldOut.end(), t.templateName), 0) << t.id;
+        moreUsed.insert(t.templateName);
+        EXPECT_EQ(generateTask(Split::HeldOut, 3, i, {.moreTemplates = true}).html,
+                  generateTask(Split::HeldOut, 3, i).html);
+    }
+    EXPECT_EQ(moreUsed.size(), more.size());
 }
 
 // Actions a task needs when nothing must be scrolled: a Type goal clicks its field first unless
@@ -78,9 +93,10 @@ int actionsNeeded(const SyntheticTask& task) {
 TEST(SyntheticTasks, EveryTaskNamesItsControlsAndNeedsAtMostFiveActions) {
     std::set<std::string> screens;
     int multiStep = 0;
-    for (Split split : {Split::Train, Split::HeldOut}) {
+    for (const auto& [split, more] : {std::pair{Split::Train, false}, std::pair{Split::Train, true},
+                                      std::pair{Split::HeldOut, false}}) {
         for (int i = 0; i < 300; ++i) {
-            const SyntheticTask t = generateTask(split, 11, i);
+            const SyntheticTask t = generateTask(split, 11, i, {.moreTemplates = more});
             ASSERT_FALSE(t.instruction.empty()) << t.id;
             ASSERT_FALSE(t.goals.empty()) << t.id;
             EXPECT_FALSE(t.expectedFacts.empty() && t.expectedValues.empty()) << t.id;
@@ -107,7 +123,7 @@ TEST(SyntheticTasks, InventedTextChangesOnlyWhatIsTyped) {
     for (Split split : {Split::Train, Split::HeldOut}) {
         for (int i = 0; i < 400; ++i) {
             const SyntheticTask a = generateTask(split, 4, i);
-            const SyntheticTask b = generateTask(split, 4, i, TypedText::Invented);
+            const SyntheticTask b = generateTask(split, 4, i, {.typed = TypedText::Invented});
             ASSERT_EQ(a.html, b.html) << a.id;
             ASSERT_EQ(a.goals.size(), b.goals.size()) << a.id;
             EXPECT_EQ(a.expectedFacts, b.expectedFacts) << a.id;

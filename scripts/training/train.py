@@ -17,11 +17,13 @@ from chance to 90% of clicks on target (docs/tiny-model.md, section 7).
 """
 
 import argparse
+import ctypes
 import json
 import math
 import os
 import random
 import re
+import signal
 import socket
 import time
 
@@ -285,12 +287,24 @@ def all_reduce_gradients(parameters):
         offset += n
 
 
+def die_with_parent():
+    """Ends this worker process when the one that spawned it ends (Linux's PR_SET_PDEATHSIG):
+    without it, stopping a --processes run by killing the command leaves its workers training
+    and writing into RUN_DIR."""
+    pr_set_pdeathsig = 1
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() == 1:  # the parent ended before the call
+        raise SystemExit("train.py: the launching process has ended")
+
+
 def train_process(rank, args, port):
     """The training run, or with --processes N one of N processes: each takes every N-th example
     of every batch (all draw the same batches) and the gradients are summed before the optimizer
     step, so the weights stay equal on all of them; process 0 writes everything."""
     world = args.processes
     if world > 1:
+        die_with_parent()
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world)
     lead = rank == 0

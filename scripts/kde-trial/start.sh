@@ -26,16 +26,8 @@ for tool in kwin_wayland pipewire wireplumber dbus-daemon wayland-scanner cc; do
 done
 size=${1:-1280x800}
 
-mkdir -p "$RUNTIME" && chmod 700 "$RUNTIME"
-export XDG_RUNTIME_DIR=$RUNTIME
-export DBUS_SESSION_BUS_ADDRESS=unix:path=$RUNTIME/bus
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$RUNTIME/system-bus
-dbus-daemon --session --address="$DBUS_SESSION_BUS_ADDRESS" --fork >/dev/null
-dbus-daemon --config-file=/usr/share/dbus-1/session.conf --address="$DBUS_SYSTEM_BUS_ADDRESS" \
-    --fork >/dev/null
-pipewire >"$RUNTIME/pipewire.log" 2>&1 &
-sleep 1
-wireplumber >"$RUNTIME/wireplumber.log" 2>&1 &
+source "$HERE/../desktop-trial-session.sh"
+start_session
 
 # Debian installs kwin_wayland with file capabilities (CAP_SYS_NICE), which a container may refuse
 # to grant on exec; a plain copy runs everywhere.
@@ -47,11 +39,7 @@ QT_LOGGING_RULES="kwin_screencast.debug=true" QT_QPA_PLATFORM=offscreen \
     "$RUNTIME/kwin_wayland" --virtual --width "${size%x*}" --height "${size#*x}" \
     --no-lockscreen --no-global-shortcuts --no-kactivities --socket wayland-0 \
     >"$RUNTIME/kwin.log" 2>&1 &
-for _ in $(seq 1 100); do
-    [[ -S "$RUNTIME/wayland-0" ]] && break
-    sleep 0.1
-done
-[[ -S "$RUNTIME/wayland-0" ]] || { echo "kwin_wayland did not start; see $RUNTIME/kwin.log" >&2; exit 1; }
+await_compositor kwin
 
 # The person's hands: a fake-input client built from Plasma's protocol description.
 protocol=/usr/share/plasma-wayland-protocols/fake-input.xml
@@ -60,13 +48,5 @@ wayland-scanner private-code "$protocol" "$RUNTIME/fake-input-protocol.c"
 cc -O1 -I"$RUNTIME" -o "$RUNTIME/kde_input" "$HERE/kde_input.c" "$RUNTIME/fake-input-protocol.c" \
     -lwayland-client
 
-# The portals are started on demand by the session bus, with this environment.
-gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus \
-    --method org.freedesktop.DBus.UpdateActivationEnvironment \
-    "{'XDG_CURRENT_DESKTOP': 'KDE', 'WAYLAND_DISPLAY': 'wayland-0', 'QT_QPA_PLATFORM': 'wayland', \
-      'XDG_RUNTIME_DIR': '$RUNTIME', 'DBUS_SYSTEM_BUS_ADDRESS': '$DBUS_SYSTEM_BUS_ADDRESS'}" \
-    >/dev/null
-cat <<EXPORTS
-export XDG_RUNTIME_DIR=$RUNTIME WAYLAND_DISPLAY=wayland-0 XDG_SESSION_TYPE=wayland
-export XDG_CURRENT_DESKTOP=KDE DBUS_SESSION_BUS_ADDRESS=$DBUS_SESSION_BUS_ADDRESS
-EXPORTS
+# The KDE portal's dialogs are Qt 5 windows on this compositor.
+finish_session KDE "'QT_QPA_PLATFORM': 'wayland',"

@@ -1,5 +1,6 @@
 #include "agent/env/portal/portal_client.h"
 
+#include <cerrno>
 #include <fstream>
 
 #include <fcntl.h>
@@ -27,6 +28,11 @@ using portal::kService;
 using portal::kSession;
 const QString kRemoteDesktop = QStringLiteral("org.freedesktop.portal.RemoteDesktop");
 const QString kScreenCast = QStringLiteral("org.freedesktop.portal.ScreenCast");
+const QString kClipboard = QStringLiteral("org.freedesktop.portal.Clipboard");
+// What the offered text is served as: the Wayland name, the plain one, and the X11 one that
+// XWayland applications ask for through the compositor.
+const QStringList kTextMimeTypes{QStringLiteral("text/plain;charset=utf-8"),
+                                 QStringLiteral("text/plain"), QStringLiteral("UTF8_STRING")};
 
 // restore_token and persist_mode in SelectDevices came with RemoteDesktop version 2
 // (xdg-desktop-portal 1.18); version 1 (1.16 in Debian 12, GNOME 43) shares without them, and
@@ -151,6 +157,8 @@ Status PortalClient::start() {
                                  {QVariant::fromValue(session)}, sources)
                              .status());
 
+    if (m_options.clipboard) requestClipboard();
+
     // No parent window: Iris's window is not necessarily open (the CLI), and a Wayland parent
     // needs an exported xdg-foreign handle.
     auto started = request(kRemoteDesktop, QStringLiteral("Start"),
@@ -159,8 +167,23 @@ Status PortalClient::start() {
     return readStartResults(started->results);
 }
 
+void PortalClient::requestClipboard() {
+    // A plain method, not a Request. Portals before 1.18, and backends without a clipboard,
+    // refuse it; typing then goes by keysyms alone.
+    QDBusMessage call = QDBusMessage::createMethodCall(kService, kObjectPath, kClipboard,
+                                                       QStringLiteral("RequestClipboard"));
+    call.setArguments({QVariant::fromValue(QDBusObjectPath(m_session)), QVariantMap()});
+    m_clipboardRequested = m_bus.call(call).type() == QDBusMessage::ReplyMessage;
+}
+
 Status PortalClient::readStartResults(const QVariantMap& results) {
     m_devices = results.value(QStringLiteral("devices")).toUInt();
+    m_clipboardEnabled =
+        m_clipboardRequested && results.value(QStringLiteral("clipboard_enabled")).toBool();
+    if (m_clipboardEnabled) {
+        m_bus.connect(kService, kObjectPath, kClipboard, QStringLiteral("SelectionTransfer"), this,
+                      SLOT(onSelectionTransfer(QDBusObjectPath, QString, uint)));
+    }
     m_streams.clear();
     const QVariant streams = results.value(QStringLiteral("streams"));
     if (streams.canConvert<QDBusArgument>()) {
@@ -359,6 +382,90 @@ Status PortalClient::keyboardKeysym(std::uint32_t keysym, bool pressed) {
     return notify("NotifyKeyboardKeysym", {static_cast<int>(keysym), uint(pressed ? 1 : 0)});
 }
 
+Status PortalClient::offerClipboardText(const std::string& content) {
+    IRIS_RETURN_IF_ERROR(checkSession("Clipboard.SetSelection"));
+    if (!m_clipboardEnabled) {
+        return Status::unsupported(
+            "Clipboard.SetSelection: the desktop did not share its clipboard with this session "
+            "(xdg-desktop-portal 1.18 with a GNOME 45 or Plasma 6.4 backend, or later, does)");
+    }
+    QDBusMessage call = QDBusMessage::createMethodCall(kService, kObjectPath, kClipboard,
+                                                       QStringLiteral("SetSelection"));
+    call.setArguments({QVariant::fromValue(QDBusObjectPath(m_session)),
+                       QVariantMap{{QStringLiteral("mime_types"), kTextMimeTypes}}});
+    QDBusMessage reply = m_bus.call(call);
+    if (reply.type() == QDBusMessage::ErrorMessage) {
+        return Status::unavailable("Clipboard.SetSelection: the portal refused: " +
+                                   text(reply.errorMessage()));
+    }
+    m_clipboardText = QByteArray::fromStdString(content);
+    m_clipboardServed.reset();
+    return Status::ok();
+}
+
+Status PortalClient::waitForClipboardRequest() {
+    if (!m_clipboardText) return Status::internal("paste: no text was offered");
+    QEventLoop loop;
+    QTimer timeout;
+    timeout.setSingleShot(true);
+    QObject::connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
+    m_waiting = &loop;
+    if (!m_clipboardServed && !m_closedByDesktop) {
+        timeout.start(m_options.pasteWaitMs);
+        loop.exec();
+    }
+    m_waiting = nullptr;
+    const std::optional<bool> served = m_clipboardServed;
+    m_clipboardText->fill('\0');  // may be a password: not left in memory longer than needed
+    m_clipboardText.reset();
+    m_clipboardServed.reset();
+    IRIS_RETURN_IF_ERROR(sessionUsable("paste"));
+    if (!served) {
+        return Status::unavailable(
+            "paste: the text was put on the clipboard and the paste key pressed, and no "
+            "application asked for it within " +
+            std::to_string(m_options.pasteWaitMs) +
+            " ms (is a text field focused? terminals paste with ctrl+shift+v)");
+    }
+    if (!*served) return Status::ioError("paste: the text could not be handed to the desktop");
+    return Status::ok();
+}
+
+void PortalClient::onSelectionTransfer(const QDBusObjectPath& session, const QString& mimeType,
+                                       uint serial) {
+    if (session.path() != m_session) return;
+    // Only the one request a paste waits for gets the text; anything later (another paste by
+    // someone else) is refused.
+    const bool serve = m_clipboardText && !m_clipboardServed && kTextMimeTypes.contains(mimeType);
+    const bool written = serve && writeClipboardText(session, serial);
+    QDBusMessage done = QDBusMessage::createMethodCall(kService, kObjectPath, kClipboard,
+                                                       QStringLiteral("SelectionWriteDone"));
+    done.setArguments({QVariant::fromValue(session), serial, written});
+    m_bus.call(done);
+    if (!serve) return;
+    m_clipboardServed = written;
+    if (m_waiting != nullptr) m_waiting->quit();
+}
+
+bool PortalClient::writeClipboardText(const QDBusObjectPath& session, uint serial) {
+    QDBusMessage call = QDBusMessage::createMethodCall(kService, kObjectPath, kClipboard,
+                                                       QStringLiteral("SelectionWrite"));
+    call.setArguments({QVariant::fromValue(session), serial});
+    // The reply's descriptor closes with it, at the end of this function: the reader sees the
+    // end of the text before SelectionWriteDone.
+    QDBusReply<QDBusUnixFileDescriptor> reply = m_bus.call(call);
+    if (!reply.isValid() || !reply.value().isValid()) return false;
+    const int fd = reply.value().fileDescriptor();
+    const QByteArray& data = *m_clipboardText;
+    for (qsizetype done = 0; done < data.size();) {
+        const ssize_t n = ::write(fd, data.constData() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += n;
+    }
+    return true;
+}
+
 void PortalClient::close() {
     if (m_session.isEmpty()) return;
     if (!m_closedByDesktop && m_bus.isConnected()) {
@@ -367,6 +474,11 @@ void PortalClient::close() {
     }
     m_bus.disconnect(kService, m_session, kSession, QStringLiteral("Closed"), this,
                      SLOT(onSessionClosed(QVariantMap)));
+    if (m_clipboardEnabled) {
+        m_bus.disconnect(kService, kObjectPath, kClipboard, QStringLiteral("SelectionTransfer"),
+                         this, SLOT(onSelectionTransfer(QDBusObjectPath, QString, uint)));
+        m_clipboardEnabled = false;
+    }
     m_session.clear();
 }
 

@@ -10,7 +10,9 @@
 //   dialog; results: devices, streams, restore_token) -> ScreenCast.OpenPipeWireRemote (a fd).
 // Persistence is asked for in SelectDevices only: the portal keeps a remote desktop session's
 // screen cast sources together with its devices and refuses persist_mode in SelectSources for
-// such a session.
+// such a session. Before Start, Clipboard.RequestClipboard where the portal has that interface
+// (xdg-desktop-portal 1.18; GNOME 45 and Plasma 6.4 backends): GNOME and KDE drop the keysyms
+// their keyboard layout lacks, so text beyond it is pasted instead (offerClipboardText).
 //
 // Blocking: each call waits for its Response in a local event loop of the calling thread, so a
 // worker thread without an event loop of its own can drive it. Not thread-safe: create and use
@@ -21,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include <QByteArray>
 #include <QDBusConnection>
+#include <QDBusObjectPath>
 #include <QEventLoop>
 #include <QObject>
 #include <QString>
@@ -74,6 +78,10 @@ struct PortalClientOptions {
     int responseTimeoutMs = 5 * 60 * 1000;
     // Asked for in SelectDevices: 1 keyboard, 2 pointer.
     std::uint32_t deviceTypes = 1 | 2;
+    // Ask for the clipboard (RequestClipboard) where the portal offers it.
+    bool clipboard = true;
+    // How long waitForClipboardRequest waits for the focused application to ask for the text.
+    int pasteWaitMs = 2000;
 };
 
 class PortalClient final : public QObject {
@@ -108,6 +116,18 @@ public:
     Status pointerAxisDiscrete(ScrollAxis axis, int steps);
     Status keyboardKeysym(std::uint32_t keysym, bool pressed);
 
+    // Whether Start granted the clipboard (the portal has the Clipboard interface, and its
+    // backend enabled it for the session: the result clipboard_enabled).
+    bool clipboardEnabled() const { return m_clipboardEnabled; }
+    // Pasting, in two steps around the paste key the caller presses: the session takes the
+    // clipboard with `content` (UTF-8, as text/plain), then the next request for it, and only
+    // that one, is served. Later requests are refused, so that a typed password is not pasted
+    // again by anything else; what the clipboard held before is gone.
+    Status offerClipboardText(const std::string& content);
+    // Waits up to pasteWaitMs for that request: Unavailable when no application asked for the
+    // text (no text field has the focus, or it pastes with another key). Forgets the text.
+    Status waitForClipboardRequest();
+
     // Ok while the session runs; after the desktop closed it, an Unavailable error that names
     // `step` and says to start a new session. Delivers a pending Closed signal first.
     Status checkSession(const char* step);
@@ -118,6 +138,7 @@ public:
 private Q_SLOTS:
     void onResponse(uint response, const QVariantMap& results);
     void onSessionClosed(const QVariantMap& details);
+    void onSelectionTransfer(const QDBusObjectPath& session, const QString& mimeType, uint serial);
 
 private:
     struct Response {
@@ -131,6 +152,8 @@ private:
     Result<Response> waitForResponse(const QString& requestPath, const QString& method);
     Status checkResponse(const Response& response, const QString& method);
     Status readStartResults(const QVariantMap& results);
+    void requestClipboard();
+    bool writeClipboardText(const QDBusObjectPath& session, uint serial);
     Status notify(const char* method, QList<QVariant> arguments);
     Status sessionUsable(const char* step) const;
     QString nextToken();
@@ -146,6 +169,11 @@ private:
     std::vector<PortalStream> m_streams;
     std::uint32_t m_devices = 0;
     std::uint32_t m_remoteDesktopVersion = 0;
+    bool m_clipboardRequested = false;
+    bool m_clipboardEnabled = false;
+    // The offered text until its one request is served (or the wait ends); then empty.
+    std::optional<QByteArray> m_clipboardText;
+    std::optional<bool> m_clipboardServed;  // set by the request: whether the text was written
 };
 
 }  // namespace iris::agent

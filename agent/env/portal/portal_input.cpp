@@ -111,14 +111,45 @@ Status PortalInput::scroll(const Scroll& scroll) {
     return Status::ok();
 }
 
-Status PortalInput::typeText(const std::string& text) {
-    auto codePoints = utf8::decode(text);
-    if (!codePoints) return codePoints.status().withContext("type: ");
-    for (char32_t c : *codePoints) {
+Status PortalInput::typeKeysyms(std::u32string_view text) {
+    for (char32_t c : text) {
         KeySymbol keysym = keysymForCodePoint(c);
         if (keysym == 0) continue;  // control characters other than newline and tab
         IRIS_RETURN_IF_ERROR(m_client.keyboardKeysym(static_cast<std::uint32_t>(keysym), true));
         IRIS_RETURN_IF_ERROR(m_client.keyboardKeysym(static_cast<std::uint32_t>(keysym), false));
+    }
+    return Status::ok();
+}
+
+Status PortalInput::paste(std::u32string_view text) {
+    std::string bytes;
+    for (char32_t c : text)
+        utf8::append(bytes, c);
+    IRIS_RETURN_IF_ERROR(m_client.offerClipboardText(bytes));
+    Status pressed = pressKeys({"ctrl", "v"});
+    Status served = m_client.waitForClipboardRequest();  // also when the key failed: it forgets
+    return pressed.isOk() ? served : pressed;
+}
+
+Status PortalInput::typeText(const std::string& text) {
+    auto codePoints = utf8::decode(text);
+    if (!codePoints) return codePoints.status().withContext("type: ");
+    // GNOME and KDE drop the keysyms their keyboard layout lacks, so with the desktop's
+    // clipboard shared, a run of text beyond printable ASCII is pasted. Newline and tab stay
+    // keys between the runs: Return submits a form, Tab moves the focus; pasted, they would not.
+    auto anyLayoutTypes = [](char32_t c) { return c >= 0x20 && c < 0x7f; };
+    std::u32string_view rest = *codePoints;
+    while (!rest.empty()) {
+        std::size_t end = rest.find_first_of(U"\n\t");
+        const std::u32string_view run = rest.substr(0, end);
+        if (m_client.clipboardEnabled() && !std::all_of(run.begin(), run.end(), anyLayoutTypes)) {
+            IRIS_RETURN_IF_ERROR(paste(run).withContext("type: "));
+        } else {
+            IRIS_RETURN_IF_ERROR(typeKeysyms(run));
+        }
+        if (end == std::u32string_view::npos) break;
+        IRIS_RETURN_IF_ERROR(typeKeysyms(rest.substr(end, 1)));
+        rest.remove_prefix(end + 1);
     }
     return Status::ok();
 }

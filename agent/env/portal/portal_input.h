@@ -2,9 +2,13 @@
 // The agent's mouse and keyboard actions as RemoteDesktop portal calls on the shared streams:
 // absolute pointer motion in the logical coordinates of the stream under the point, evdev
 // buttons, discrete wheel steps, and keysyms (the compositor picks keycodes and modifiers for
-// them, so any Unicode character can be typed: keysym 0x01000000 + code point above Latin-1).
+// them: keysym 0x01000000 + code point above Latin-1). GNOME and KDE type only the keysyms of
+// the keyboard layout, so text beyond printable ASCII is pasted through the desktop's
+// clipboard where the session has it (PortalClient::clipboardEnabled).
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/actions/action.h"
@@ -41,6 +45,8 @@ private:
     Status drag(const Drag& drag);
     Status scroll(const Scroll& scroll);
     Status typeText(const std::string& text);
+    Status typeKeysyms(std::u32string_view text);
+    Status paste(std::u32string_view text);
     Status key(const std::string& name, bool pressed);
     Status pressKeys(const std::vector<std::string>& keys);
 

@@ -16,6 +16,13 @@
 //   AddStream(u, i, i, i, i)    one more shared monitor: node, logical x, y, width, height
 //                               (Start lists the streams in the order they were added)
 //   CloseSession()              the desktop ends the session (Session.Closed)
+//   SetClipboardVersion(u)      0: no Clipboard interface (RequestClipboard fails)
+//   SetPasteTarget(b)           false: ctrl+v reaches nothing that asks for the clipboard
+//   RequestPaste()              another application asks for the session's clipboard now
+// Clipboard: RequestClipboard before Start makes Start answer clipboard_enabled. After
+// SetSelection, a ctrl+v keysym chord is a paste: the fake signals SelectionTransfer, hands a
+// pipe's end to SelectionWrite, and at SelectionWriteDone records "Pasted <text>" (or
+// "SelectionWriteDone <serial> false").
 //   DialogCount() -> u, Calls() -> as, LastSelectDevices() -> a{sv}
 // OpenPipeWireRemote connects to the PipeWire socket named by IRIS_FAKE_PIPEWIRE_SOCKET, as the
 // portal hands out its own connection to the compositor's PipeWire; without it, a pipe's end.
@@ -23,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -131,6 +139,8 @@ public:
             m_globalShortcutsVersion == 0) {
             return error(message, "org.freedesktop.DBus.Error.UnknownMethod", "no GlobalShortcuts");
         }
+        if (interface == QLatin1String("org.freedesktop.portal.Clipboard"))
+            return clipboard(message);
         if (member == QLatin1String("BindShortcuts")) return bindShortcuts(message);
         if (member.startsWith(QLatin1String("Notify"))) return input(message);
         if (member == QLatin1String("CreateSession")) return createSession(message);
@@ -226,6 +236,7 @@ private:
         const QString token = options(message, 0).value("session_handle_token").toString();
         m_session = kRoot + "/session/" + senderPart(message.service()) + "/" + token;
         m_sessionOpen = true;
+        m_started = m_clipboardRequested = m_selectionOwned = false;
         m_client = message.service();
         return answer(message, 0, {{"session_handle", m_session}});
     }
@@ -242,6 +253,8 @@ private:
         streams += m_moreStreams;
         QVariantMap results{{"devices", uint(m_selectDevices.value("types").toUInt())},
                             {"streams", QVariant::fromValue(streams)}};
+        if (m_clipboardRequested) results.insert("clipboard_enabled", true);
+        m_started = true;
         if (m_selectDevices.value("persist_mode").toUInt() == 2) {
             // A fresh token each time, as the portal does; the old one stays valid here.
             const QString token = QStringLiteral("fake-token-%1").arg(m_issuedTokens.size() + 1);
@@ -277,7 +290,85 @@ private:
         for (int i = 2; i < a.size(); ++i)
             values << a[i].toString();
         m_calls << message.member() + " " + values.join(QLatin1Char(' '));
+        if (message.member() == QLatin1String("NotifyKeyboardKeysym")) {
+            const int sym = a.value(2).toInt();
+            const bool pressed = a.value(3).toUInt() == 1;
+            if (sym == 0xffe3 || sym == 0xffe4) m_controlDown = pressed;  // Control_L, Control_R
+            if (sym == 'v' && pressed && m_controlDown && m_selectionOwned && m_pasteTarget) {
+                requestTransfer();
+            }
+        }
         return reply(message, {});
+    }
+
+    void requestTransfer() {
+        QDBusMessage transfer = QDBusMessage::createTargetedSignal(
+            m_client, kRoot, "org.freedesktop.portal.Clipboard", "SelectionTransfer");
+        transfer << QVariant::fromValue(QDBusObjectPath(m_session))
+                 << QStringLiteral("text/plain;charset=utf-8") << ++m_serial;
+        m_bus.send(transfer);
+    }
+
+    bool clipboard(const QDBusMessage& message) {
+        const QString member = message.member();
+        const QList<QVariant> a = message.arguments();
+        if (m_clipboardVersion == 0) {
+            return error(message, "org.freedesktop.DBus.Error.UnknownMethod", "no Clipboard");
+        }
+        if (a.value(0).value<QDBusObjectPath>().path() != m_session) {
+            return error(message, "org.freedesktop.portal.Error.Failed", "Invalid session");
+        }
+        if (member == QLatin1String("RequestClipboard")) {
+            if (m_started) {
+                return error(message, "org.freedesktop.portal.Error.Failed",
+                             "Clipboard can only be requested before the session starts");
+            }
+            m_clipboardRequested = true;
+            m_calls << member;
+            return reply(message, {});
+        }
+        if (!m_clipboardRequested || !m_started) {
+            return error(message, "org.freedesktop.portal.Error.NotAllowed",
+                         "Clipboard not enabled");
+        }
+        if (member == QLatin1String("SetSelection")) {
+            m_selectionOwned = true;
+            m_calls << member + " " +
+                           qdbus_cast<QVariantMap>(a.value(1))
+                               .value("mime_types")
+                               .toStringList()
+                               .join(QLatin1Char(','));
+            return reply(message, {});
+        }
+        if (member == QLatin1String("SelectionWrite")) {
+            int fds[2] = {-1, -1};
+            if (a.value(1).toUInt() != m_serial || ::pipe2(fds, O_CLOEXEC) != 0) {
+                return error(message, "org.freedesktop.portal.Error.Failed", "no such transfer");
+            }
+            if (m_pasteRead >= 0) ::close(m_pasteRead);
+            m_pasteRead = fds[0];
+            QDBusUnixFileDescriptor fd(fds[1]);  // dups it: the reply's copy is the only one left
+            ::close(fds[1]);
+            return reply(message, {QVariant::fromValue(fd)});
+        }
+        if (member == QLatin1String("SelectionWriteDone")) {
+            const bool success = a.value(2).toBool();
+            QByteArray text;
+            if (success && m_pasteRead >= 0) {
+                char buffer[4096];
+                ::fcntl(m_pasteRead, F_SETFL, O_NONBLOCK);
+                for (ssize_t n; (n = ::read(m_pasteRead, buffer, sizeof buffer)) > 0;)
+                    text.append(buffer, n);
+            }
+            if (m_pasteRead >= 0) ::close(m_pasteRead);
+            m_pasteRead = -1;
+            m_calls
+                << (success
+                        ? "Pasted " + QString::fromUtf8(text)
+                        : QStringLiteral("SelectionWriteDone %1 false").arg(a.value(1).toUInt()));
+            return reply(message, {});
+        }
+        return error(message, "org.freedesktop.DBus.Error.UnknownMethod", member);
     }
 
     bool control(const QDBusMessage& message) {
@@ -312,6 +403,9 @@ private:
                 "size", QVariant::fromValue(IntPair{a.value(3).toInt(), a.value(4).toInt()}));
             m_moreStreams << more;
         }
+        if (member == QLatin1String("SetClipboardVersion")) m_clipboardVersion = first.toUInt();
+        if (member == QLatin1String("SetPasteTarget")) m_pasteTarget = first.toBool();
+        if (member == QLatin1String("RequestPaste")) requestTransfer();
         if (member == QLatin1String("DialogCount")) return reply(message, {m_dialogs});
         if (member == QLatin1String("Calls")) return reply(message, {m_calls});
         if (member == QLatin1String("LastSelectDevices")) return reply(message, {m_selectDevices});
@@ -342,6 +436,14 @@ private:
     QString m_session;
     QString m_client;
     bool m_sessionOpen = false;
+    bool m_started = false;
+    uint m_clipboardVersion = 1;
+    bool m_clipboardRequested = false;
+    bool m_selectionOwned = false;
+    bool m_pasteTarget = true;
+    bool m_controlDown = false;
+    uint m_serial = 0;
+    int m_pasteRead = -1;  // the read end of the transfer under way
 };
 
 }  // namespace

@@ -110,6 +110,11 @@ protected:
         QStringList calls = control("Calls").arguments().value(0).toStringList();
         return calls.filter(QRegularExpression("^Notify"));
     }
+    // The input calls and the clipboard's, after the handshake.
+    QStringList inputAndClipboardCalls() {
+        QStringList calls = control("Calls").arguments().value(0).toStringList();
+        return calls.filter(QRegularExpression("^(Notify|SetSelection|Pasted|SelectionWriteDone)"));
+    }
     std::string tokenFileContent() {
         std::ifstream in(m_tokenFile);
         std::string line;
@@ -336,10 +341,14 @@ QStringList typed(std::initializer_list<uint> syms) {
 
 class PortalInputTest : public PortalClientTest {
 protected:
+    // Whether the fake portal has the Clipboard interface (xdg-desktop-portal 1.18 and later).
+    virtual bool clipboardShared() const { return true; }
+
     void SetUp() override {
         PortalClientTest::SetUp();
         if (IsSkipped()) return;
         startFake();
+        if (!clipboardShared()) control("SetClipboardVersion", {0U});
         m_client = std::make_unique<PortalClient>(*m_bus, nullptr);
         ASSERT_TRUE(m_client->start().isOk());
     }
@@ -379,7 +388,14 @@ TEST_F(PortalInputTest, ObservationPixelsAreScaledToTheStreamAndChecked) {
     EXPECT_EQ(inputCalls(), QStringList{motion(100, 50.5)});  // nothing for the refused click
 }
 
-TEST_F(PortalInputTest, TypingSendsKeysymsForAnyCharacter) {
+// A portal before 1.18 (Debian 12's 1.16): no clipboard, every character a keysym.
+class PortalInputWithoutClipboardTest : public PortalInputTest {
+protected:
+    bool clipboardShared() const override { return false; }
+};
+
+TEST_F(PortalInputWithoutClipboardTest, TypingSendsKeysymsForAnyCharacter) {
+    EXPECT_FALSE(m_client->clipboardEnabled());
     PortalInput input(*m_client, m_client->streams()[0]);
     run(input, TypeText{"Hi 1\n"});
     // H i space 1 Return: Latin-1 keysyms equal the code point; newline is Return (0xff0d).
@@ -393,6 +409,51 @@ TEST_F(PortalInputTest, TypingSendsKeysymsForAnyCharacter) {
     run(input, TypeText{"\xc3\xa9"});  // é, Latin-1: its own code as keysym
     expected << typed({0xe9});
     EXPECT_EQ(inputCalls(), expected);
+}
+
+TEST_F(PortalInputTest, TextBeyondAsciiIsPastedOnceAndNewlinesStayKeys) {
+    ASSERT_TRUE(m_client->clipboardEnabled());
+    PortalInput input(*m_client, m_client->streams()[0]);
+    run(input, TypeText{"Hi\t1\n"});  // printable ASCII: keysyms, as without the clipboard
+    QStringList expected = typed({0x48, 0x69, 0xff09, 0x31, 0xff0d});
+    EXPECT_EQ(inputAndClipboardCalls(), expected);
+
+    // "Grüße, Привет 😀", Return, "ok": the line pasted whole, Return and "ok" typed.
+    const std::string line =
+        "Gr\xc3\xbc\xc3\x9f"
+        "e, \xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 \xf0\x9f\x98\x80";
+    run(input, TypeText{line + "\nok"});
+    expected << "SetSelection text/plain;charset=utf-8,text/plain,UTF8_STRING" << keysym(0xffe3, 1)
+             << keysym('v', 1) << "Pasted " + QString::fromStdString(line) << keysym('v', 0)
+             << keysym(0xffe3, 0) << typed({0xff0d, 'o', 'k'});
+    QStringList calls = inputAndClipboardCalls();
+    // The paste is served while the keys go up: where between them depends on timing.
+    const auto pasted = calls.indexOf("Pasted " + QString::fromStdString(line));
+    ASSERT_GE(pasted, 0) << qPrintable(calls.join('\n'));
+    calls.move(pasted,
+               static_cast<int>(expected.indexOf("Pasted " + QString::fromStdString(line))));
+    EXPECT_EQ(calls, expected);
+
+    // Another application pasting later gets nothing: the text may have been a password.
+    control("RequestPaste");
+    for (int waited = 0;
+         waited < kStartMs && !inputAndClipboardCalls().contains("SelectionWriteDone 2 false");
+         waited += 20) {
+        ASSERT_TRUE(m_client->checkSession("test").isOk());  // delivers the portal's signal
+        QThread::msleep(20);
+    }
+    EXPECT_TRUE(inputAndClipboardCalls().contains("SelectionWriteDone 2 false"));
+}
+
+TEST_F(PortalInputTest, PasteThatNoApplicationTakesSaysSo) {
+    control("SetPasteTarget", {false});
+    PortalInput input(*m_client, m_client->streams()[0]);
+    Status status = input.execute(TypeText{"caf\xc3\xa9"});
+    EXPECT_EQ(status.code(), StatusCode::Unavailable);
+    EXPECT_NE(status.message().find("no application asked for it"), std::string::npos)
+        << status.message();
+    // The keys still went up.
+    EXPECT_EQ(inputCalls().back(), keysym(0xffe3, 0));
 }
 
 TEST_F(PortalInputTest, ChordsPressInOrderAndReleaseInReverse) {

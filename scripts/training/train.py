@@ -41,8 +41,10 @@ import tokenizer as tok
 
 
 def load_examples(data_dir):
+    """(training rows, held-out rows) of one dataset folder; each row's "dir" is the folder its
+    image path is relative to."""
     with open(os.path.join(data_dir, "examples.jsonl"), encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+        rows = [dict(json.loads(line), dir=data_dir) for line in f if line.strip()]
     train = [r for r in rows if r.get("split", "train") == "train"]
     held = [r for r in rows if r.get("split", "train") != "train"]
     return train, held
@@ -214,7 +216,9 @@ def save_checkpoint(path, m, optimizer, vocab, step, losses, head, target):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True)
+    parser.add_argument("--data", required=True, nargs="+", metavar="DIR",
+                        help="dataset folders of `iris models data` (several: their training "
+                             "rows together, e.g. two seeds; the held-out rows of the first)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--config", help="JSON of model.Config fields (default: Config())")
     parser.add_argument("--steps", type=int, default=100000, help="optimizer steps at most")
@@ -318,7 +322,9 @@ def train_process(rank, args, port):
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             config = tiny.Config.from_json(f.read())
-    train_rows, held_rows = load_examples(args.data)
+    train_rows, held_rows = load_examples(args.data[0])
+    for more in args.data[1:]:
+        train_rows += load_examples(more)[0]
     if args.held:
         held_rows = load_examples(args.held)[1]
     checkpoint_path = os.path.join(args.out, "checkpoint.pt")
@@ -337,14 +343,18 @@ def train_process(rank, args, port):
             dist.broadcast_object_list(merges, src=0)
         vocab = tok.Tokenizer(merges[0])
     config.vocab = len(vocab)
-    budget = dataset_budget(args.data, config)
+    budgets = {data: dataset_budget(data, config) for data in args.data}
+    budget = budgets[args.data[0]]
+    if len(set(budgets.values())) > 1:
+        raise SystemExit("--data: the folders' images were made with different pixel budgets: "
+                         + ", ".join(f"{d} {b}" for d, b in budgets.items()))
     if budget != config.max_pixels and lead:
         # A curriculum's first stage: smaller images, the same answers in their pixels.
-        print(f"{args.data}: images at max_pixels {budget}; the model ships with "
+        print(f"{' '.join(args.data)}: images at max_pixels {budget}; the model ships with "
               f"{config.max_pixels}")
     check_image_sizes(train_rows, budget)
     if held_rows:
-        check_image_sizes(held_rows, dataset_budget(args.held or args.data, config))
+        check_image_sizes(held_rows, dataset_budget(args.held or args.data[0], config))
     if lead:
         vocab.save(os.path.join(args.out, "tokenizer.json"))
     m = tiny.TinyVlm(config)
@@ -382,8 +392,8 @@ def train_process(rank, args, port):
         optimizer.load_state_dict(state["optimizer"])
         step, losses = state["step"], state["losses"]
 
-    examples = [Encoded(r, vocab, args.data) for r in train_rows]
-    held = [Encoded(r, vocab, args.held or args.data) for r in held_rows[:args.eval]]
+    examples = [Encoded(r, vocab, r["dir"]) for r in train_rows]
+    held = [Encoded(r, vocab, r["dir"]) for r in held_rows[:args.eval]]
     is_digit = torch.tensor([vocab.decode([i]).isdigit() for i in range(len(vocab))])
     weights = [args.done_weight if e.row.get("kind") == "done" else 1.0 for e in examples]
     image_id = vocab.token_id("<|image_pad|>")
@@ -474,7 +484,7 @@ def train_process(rank, args, port):
     model_path, mmproj_path = export.export(m, vocab, os.path.join(args.out, "gguf"),
                                             args.export_type)
     record = {
-        "data": os.path.abspath(args.data), "train_examples": len(examples),
+        "data": [os.path.abspath(d) for d in args.data], "train_examples": len(examples),
         "held_out_examples": len(held_rows), "config": json.loads(config.to_json()),
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,

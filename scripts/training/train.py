@@ -106,6 +106,55 @@ class Encoded:
                              (y0 + y1) / 2 / self.row["image_height"]])
 
 
+TYPED = re.compile(r"^type\(content='(.+)'\)$")
+VOWELS, CONSONANTS = "aeiou", "bcdfghjklmnpqrstvwxyz"
+DRILL_SIDE = 56  # a drill's blank screen: 2 x 2 image tokens
+
+
+def reshaped(text, rng):
+    """`text` with every letter replaced by a random one of its kind (vowel or consonant, same
+    case) and every digit by a random digit: new text of the same shape, tokenized like the
+    invented text of the data."""
+    out = []
+    for ch in text:
+        low = ch.lower()
+        if ch.isascii() and ch.isdigit():
+            out.append(rng.choice("0123456789"))
+        elif low in VOWELS or low in CONSONANTS:
+            new = rng.choice(VOWELS if low in VOWELS else CONSONANTS)
+            out.append(new.upper() if ch.isupper() else new)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def drillable(row):
+    """Whether a training row can become a copy drill: a type step whose text the instruction
+    quotes."""
+    typed = TYPED.match(row["answer"])
+    return bool(typed) and typed.group(1) in row["instruction"]
+
+
+class CopyDrill(Encoded):
+    """A type step whose text is replaced everywhere (instruction, earlier answers, answer) by
+    new text of the same shape, on a blank screen of 2 x 2 image tokens: practice at copying
+    the text an instruction quotes into type(content='...') at a sixtieth of a page's cost
+    (docs/tiny-model.md, section 6)."""
+
+    def __init__(self, row, vocab, rng):
+        typed = TYPED.match(row["answer"]).group(1)
+        new = reshaped(typed, rng)
+        drill = dict(row, instruction=row["instruction"].replace(typed, new),
+                     history=[h.replace(typed, new) for h in row["history"]],
+                     answer=row["answer"].replace(typed, new), image_width=DRILL_SIDE,
+                     image_height=DRILL_SIDE, target_box=None)
+        super().__init__(drill, vocab, "")
+
+    def patches(self):
+        patches, grid = tiny.image_patches(np.full((DRILL_SIDE, DRILL_SIDE, 3), 255, np.uint8))
+        return torch.from_numpy(patches), grid
+
+
 def example_loss(m, example, image_id, is_digit, position=None, target=None, prefix=None):
     """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
     loss, target loss). With `position` (a decoder layer index and a linear head), the position
@@ -253,6 +302,9 @@ def main():
                         help="bfloat16 matrix products in training's forward passes (float32 "
                              "weights, optimizer and losses): 5x faster on this project's "
                              "AVX512-BF16 CPU (docs/tiny-model.md, section 6)")
+    parser.add_argument("--copy-drills", type=int, default=0,
+                        help="copy drills (CopyDrill: a type step with new text on a blank "
+                             "screen) added to every batch, weighted as its examples")
     parser.add_argument("--processes", type=int, default=1,
                         help="data-parallel training processes, each with --threads threads and "
                              "its share of every batch (the same steps as one process)")
@@ -396,6 +448,10 @@ def train_process(rank, args, port):
     held = [Encoded(r, vocab, r["dir"]) for r in held_rows[:args.eval]]
     is_digit = torch.tensor([vocab.decode([i]).isdigit() for i in range(len(vocab))])
     weights = [args.done_weight if e.row.get("kind") == "done" else 1.0 for e in examples]
+    drill_rows = [r for r in train_rows if drillable(r)] if args.copy_drills else []
+    if args.copy_drills and not drill_rows:
+        raise SystemExit("--copy-drills: the data has no type steps whose text the instruction "
+                         "quotes")
     image_id = vocab.token_id("<|image_pad|>")
     shared = shared_prefix_length(examples)
     tower, decoder = tiny.count_parameters(config)
@@ -417,12 +473,15 @@ def train_process(rank, args, port):
             group["lr"] = lr
         optimizer.zero_grad()
         total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
-        target_total, target_count = 0.0, 0
+        target_total, target_count, drill_total, drill_count = 0.0, 0, 0.0, 0
         # The shared prefix's forward runs once; the batch's losses backpropagate together.
         with tiny.mixed_precision(args.bf16):
             prefix = (shared, m.prefix_kv(examples[0].ids[:shared])) if shared else None
         batch_loss = 0.0
         batch = order.choices(examples, weights=weights, k=args.batch)
+        # Every process draws the same drills from the same stream, then takes its share.
+        batch += [CopyDrill(r, vocab, order) for r in order.choices(drill_rows, k=args.copy_drills)
+                  ] if drill_rows else []
         for example in batch[rank::world]:
             with tiny.mixed_precision(args.bf16):
                 loss, n, digit_loss, digits, position_loss, target_loss = example_loss(
@@ -430,12 +489,16 @@ def train_process(rank, args, port):
             loss_to_train = loss
             if position_loss is not None:
                 # Weighted per answer token, so --aux means what position_probe.py's does.
-                position_total += float(position_loss)
                 loss_to_train = loss_to_train + args.aux * n * position_loss
             if target_loss is not None:
                 target_total, target_count = target_total + float(target_loss), target_count + 1
                 loss_to_train = loss_to_train + args.target * n * target_loss
             batch_loss = batch_loss + loss_to_train / args.batch
+            if isinstance(example, CopyDrill):  # apart: the curves stay those of the data
+                drill_total, drill_count = drill_total + float(loss), drill_count + n
+                continue
+            if position_loss is not None:
+                position_total += float(position_loss)
             total, count = total + float(loss), count + n
             digit_total, digit_count = digit_total + digit_loss, digit_count + digits
         batch_loss.backward()
@@ -446,9 +509,9 @@ def train_process(rank, args, port):
         step += 1
         # The statistics of the whole batch, and process 0's clock deciding for all.
         (total, count, digit_total, digit_count, position_total, target_total, target_count,
-         stop) = all_reduce([total, count, digit_total, digit_count, position_total,
-                             target_total, target_count,
-                             lead and time.time() - train_started >= args.minutes * 60])
+         drill_total, drill_count, stop) = all_reduce(
+            [total, count, digit_total, digit_count, position_total, target_total, target_count,
+             drill_total, drill_count, lead and time.time() - train_started >= args.minutes * 60])
         out_of_time = stop > 0
         if not lead:
             continue
@@ -460,6 +523,8 @@ def train_process(rank, args, port):
             entry["position_mse"] = position_total / args.batch
         if target and target_count:
             entry["target_mse"] = target_total / target_count
+        if drill_count:
+            entry["copy_drill_loss"] = drill_total / drill_count
         log.write(json.dumps(entry) + "\n")
         log.flush()
         if step % 10 == 0:
@@ -489,7 +554,7 @@ def train_process(rank, args, port):
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
         "aux": args.aux, "aux_layer": args.aux_layer, "target": args.target, "init": args.init,
-        "bf16": args.bf16, "processes": args.processes,
+        "bf16": args.bf16, "processes": args.processes, "copy_drills": args.copy_drills,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
         "train_gflop_per_example": round(flops / 1e9, 2),
         "effective_gflops": round(flops * step * args.batch / max(train_seconds, 1e-9) / 1e9, 2),

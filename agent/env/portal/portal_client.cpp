@@ -266,16 +266,7 @@ Result<PortalClient::Response> PortalClient::request(const QString& interface,
 
 Result<PortalClient::Response> PortalClient::waitForResponse(const QString& requestPath,
                                                              const QString& method) {
-    QEventLoop loop;
-    QTimer timeout;
-    timeout.setSingleShot(true);
-    QObject::connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
-    m_waiting = &loop;
-    if (!m_response && !m_closedByDesktop) {
-        timeout.start(m_options.responseTimeoutMs);
-        loop.exec();
-    }
-    m_waiting = nullptr;
+    if (!m_response && !m_closedByDesktop) waitForSignal(m_options.responseTimeoutMs);
     if (m_response) return *m_response;
     if (m_closedByDesktop) return sessionUsable(method.toUtf8().constData());
     // Nobody answered: tell the portal to close the dialog.
@@ -284,6 +275,17 @@ Result<PortalClient::Response> PortalClient::waitForResponse(const QString& requ
     return Status::unavailable(text(method) + ": the desktop portal gave no answer within " +
                                std::to_string(m_options.responseTimeoutMs / 1000) +
                                " s (is its consent dialog still open?)");
+}
+
+void PortalClient::waitForSignal(int timeoutMs) {
+    QEventLoop loop;
+    QTimer timeout;
+    timeout.setSingleShot(true);
+    QObject::connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
+    m_waiting = &loop;
+    timeout.start(timeoutMs);
+    loop.exec();
+    m_waiting = nullptr;
 }
 
 Status PortalClient::checkResponse(const Response& response, const QString& method) {
@@ -405,16 +407,7 @@ Status PortalClient::offerClipboardText(const std::string& content) {
 
 Status PortalClient::waitForClipboardRequest() {
     if (!m_clipboardText) return Status::internal("paste: no text was offered");
-    QEventLoop loop;
-    QTimer timeout;
-    timeout.setSingleShot(true);
-    QObject::connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
-    m_waiting = &loop;
-    if (!m_clipboardServed && !m_closedByDesktop) {
-        timeout.start(m_options.pasteWaitMs);
-        loop.exec();
-    }
-    m_waiting = nullptr;
+    if (!m_clipboardServed && !m_closedByDesktop) waitForSignal(m_options.pasteWaitMs);
     const std::optional<bool> served = m_clipboardServed;
     m_clipboardText->fill('\0');  // may be a password: not left in memory longer than needed
     m_clipboardText.reset();

@@ -150,6 +150,9 @@ private:
     Result<Response> request(const QString& interface, const QString& method,
                              QList<QVariant> arguments, QVariantMap options);
     Result<Response> waitForResponse(const QString& requestPath, const QString& method);
+    // Runs a local event loop until a slot quits it (m_waiting: a Response, Closed, the
+    // clipboard request) or `timeoutMs` pass.
+    void waitForSignal(int timeoutMs);
     Status checkResponse(const Response& response, const QString& method);
     Status readStartResults(const QVariantMap& results);
     void requestClipboard();
@@ -165,7 +168,7 @@ private:
     QString m_session;
     bool m_closedByDesktop = false;
     std::optional<Response> m_response;
-    QEventLoop* m_waiting = nullptr;  // the loop a request waits in, quit by the signals
+    QEventLoop* m_waiting = nullptr;  // waitForSignal's loop, quit by the signals
     std::vector<PortalStream> m_streams;
     std::uint32_t m_devices = 0;
     std::uint32_t m_remoteDesktopVersion = 0;

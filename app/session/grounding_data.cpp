@@ -1,5 +1,6 @@
 #include "app/session/grounding_data.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -134,6 +135,62 @@ private:
     std::map<const agent::EncodedImage*, std::string> m_names;
 };
 
+// Boxes are written to a tenth of the image's pixel: enough to score a click, and short lines.
+double tenthOfPixel(double v) {
+    return std::round(v * 10) / 10;
+}
+
+// Every word the page shows inside the viewport, with its box (viewport pixels), and the value or
+// placeholder of each input, select and text area with the control's box: what a screenshot
+// reads where. Words, not text nodes, so that a wrapped text gives one box per word and never a
+// box spanning two lines. Hidden text has no client rects and drops out.
+constexpr const char* kVisibleTextScript = R"JS((() => {
+  const out = [], w = window.innerWidth, h = window.innerHeight;
+  const add = (r, text) => {
+    if (r.width >= 1 && r.height >= 1 && r.right > 0 && r.bottom > 0 && r.left < w && r.top < h)
+      out.push([r.left, r.top, r.right, r.bottom, text]);
+  };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest('script, style, select, textarea')) continue;
+    if (getComputedStyle(p).visibility === 'hidden') continue;
+    for (const m of n.textContent.matchAll(/\S+/g)) {
+      range.setStart(n, m.index);
+      range.setEnd(n, m.index + m[0].length);
+      add(range.getBoundingClientRect(), m[0]);
+    }
+  }
+  for (const el of document.querySelectorAll('input, select, textarea')) {
+    if (getComputedStyle(el).visibility === 'hidden') continue;
+    const text = el.tagName === 'SELECT'
+        ? (el.selectedOptions[0] ? el.selectedOptions[0].text : '')
+        : (['checkbox', 'radio', 'hidden'].includes(el.type) ? '' : (el.value || el.placeholder));
+    if (text.trim()) add(el.getBoundingClientRect(), text.trim());
+  }
+  return out;
+})())JS";
+
+// The page's visible words in the image's pixels: [[left, top, right, bottom, text], ...].
+Result<json> visibleTexts(agent::GuiThreadEnvironment& browser, gr::AnswerFrame frame) {
+    Result<std::string> text = evaluateInPage(browser, kVisibleTextScript);
+    IRIS_RETURN_IF_ERROR(text.status().withContext("measuring the page's text: "));
+    json boxes = json::parse(*text, nullptr, false);
+    if (!boxes.is_array()) return Status::corrupt("the page's text boxes: not an array");
+    const double sx = double(frame.image.width) / frame.screen.width;
+    const double sy = double(frame.image.height) / frame.screen.height;
+    for (json& box : boxes) {
+        if (!box.is_array() || box.size() != 5 || !box[4].is_string() ||
+            !std::all_of(box.begin(), box.begin() + 4, [](const json& v) { return v.is_number(); }))
+            return Status::corrupt("the page's text boxes: an entry is not [l, t, r, b, text]: " +
+                                   box.dump());
+        for (int i = 0; i < 4; ++i)
+            box[i] = tenthOfPixel(box[i].get<double>() * (i % 2 == 0 ? sx : sy));
+    }
+    return boxes;
+}
+
 std::string imageName(const std::string& taskId, int step) {
     return taskId + "-" + std::to_string(step) + ".png";
 }
@@ -141,7 +198,7 @@ std::string imageName(const std::string& taskId, int step) {
 // examples.jsonl's line for one step: the field names the training script reads.
 std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame frame,
                         const std::vector<std::string>& history, const gr::PlannedStep& planned,
-                        PromptMemory* prompt) {
+                        json texts, PromptMemory* prompt) {
     ordered_json line;
     line["id"] = task.id + "-" + std::to_string(step);
     line["task"] = task.id;
@@ -164,11 +221,12 @@ std::string exampleLine(const gr::SyntheticTask& task, int step, gr::AnswerFrame
         const double sx = double(frame.image.width) / frame.screen.width;
         const double sy = double(frame.image.height) / frame.screen.height;
         const gr::Rect& box = *planned.target;
-        auto tenth = [](double v) { return std::round(v * 10) / 10; };
-        line["target_box"] = {tenth(box.left * sx), tenth(box.top * sy),
-                              tenth((box.left + box.width) * sx),
-                              tenth((box.top + box.height) * sy)};
+        line["target_box"] = {tenthOfPixel(box.left * sx), tenthOfPixel(box.top * sy),
+                              tenthOfPixel((box.left + box.width) * sx),
+                              tenthOfPixel((box.top + box.height) * sy)};
     }
+    // For training losses on reading the page (scripts/training/train.py --read).
+    line["texts"] = std::move(texts);
     if (prompt)
         line["messages"] = prompt->request("images/" + imageName(task.id, step), planned.answer);
     return line.dump() + "\n";
@@ -393,7 +451,9 @@ Status writeTask(const GroundingDataOptions& options, const OutputLayout& layout
             if (options.osworld) return Status::ok();
             IRIS_RETURN_IF_ERROR(writeModelImage(*step.screenshot, frame.image,
                                                  layout.images / imageName(task.id, step.index)));
-            lines += exampleLine(task, step.index, frame, history, *step.planned,
+            Result<json> texts = visibleTexts(*step.browser, frame);
+            IRIS_RETURN_IF_ERROR(texts.status().withContext(task.id + ": "));
+            lines += exampleLine(task, step.index, frame, history, *step.planned, std::move(*texts),
                                  prompt ? &*prompt : nullptr);
             history.push_back(step.planned->answer);
             return Status::ok();

@@ -98,6 +98,6 @@ Result<agent::grounding::ScreenSize> modelImageSize(agent::grounding::ScreenSize
                                                     std::int64_t maxPixels);
 
 // Bumped whenever the generator, the oracle or the record format changes what is written.
-inline constexpr int kGroundingDataVersion = 1;
+inline constexpr int kGroundingDataVersion = 2;
 
 }  // namespace iris::app

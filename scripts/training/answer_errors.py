@@ -5,7 +5,10 @@ forward pass a step), so it suits a dataset's training and held-out steps alike
 (docs/tiny-model.md, section 6).
 
     /usr/bin/python3 scripts/training/answer_errors.py --checkpoint RUN/checkpoint.pt \\
-        --data DATASET_DIR [--count 80] [--seed 0] [--kind type]
+        --data DATASET_DIR [--count 80] [--seed 0] [--kind type] [--read-layer 0]
+
+With --read-layer and data whose pages' words were measured (generator version 2), it also says
+how well that decoder layer's image tokens read the words they show (train.py --read).
 """
 
 import argparse
@@ -17,6 +20,7 @@ import random
 import torch
 
 import export
+import model as tiny
 import train
 
 
@@ -27,6 +31,8 @@ def main():
     parser.add_argument("--count", type=int, default=80, help="steps, drawn at random")
     parser.add_argument("--seed", type=int, default=0, help="the draw's seed")
     parser.add_argument("--kind", help="only steps of this kind (click_label, type, ...)")
+    parser.add_argument("--read-layer", type=int,
+                        help="also score the reading loss (model.read_loss) at this layer")
     args = parser.parse_args()
     torch.set_num_threads(1)
     m, vocab = export.load_checkpoint(args.checkpoint)
@@ -38,12 +44,22 @@ def main():
     image_id = vocab.token_id("<|image_pad|>")
     losses, first_errors = collections.defaultdict(list), collections.Counter()
     exact = collections.Counter()  # steps whose every answer token is the greedy choice
+    read_loss, read_tokens, read_right, read_pages = 0.0, 0, 0, 0
     for row in rows[:args.count]:
         example = train.Encoded(row, vocab, args.data)
         patches, grid = example.patches()
         at, wanted = example.targets()
+        words = example.read_targets(vocab, grid) if args.read_layer is not None else None
         with torch.no_grad():
-            logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=at)
+            if words:
+                logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
+                                   logits_at=at, hidden_after=args.read_layer)
+                loss, right = tiny.read_loss(hidden, example.image_at, words[0], words[1],
+                                             m.decoder)
+                read_loss, read_pages = read_loss + float(loss), read_pages + 1
+                read_tokens, read_right = read_tokens + len(words[0]), read_right + right
+            else:
+                logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=at)
         nll = -torch.log_softmax(logits.float(), -1)[torch.arange(len(wanted)), wanted]
         losses[row["kind"]].append(float(nll.sum()))
         chosen = logits.argmax(-1).tolist()
@@ -58,6 +74,10 @@ def main():
     for kind, values in sorted(losses.items()):
         print(f"{kind}: {len(values)} steps, answer loss {sum(values) / len(values):.2f} nats, "
               f"{exact[kind]} with every token right")
+    if read_pages:
+        print(f"reading at layer {args.read_layer}: {read_right} of {read_tokens} text-showing "
+              f"image tokens read right (their best token one of their words'), loss "
+              f"{read_loss / read_pages:.2f} nats a token")
     print("first wrong token (kind, wanted->chosen):")
     for (kind, what), n in first_errors.most_common():
         print(f"  {n:3d} {kind} {what}")

@@ -240,7 +240,7 @@ class Decoder(torch.nn.Module):
                 keep_kv=False):
         """x: input vectors [tokens, hidden] (token embeddings or image rows); causal. Logits of
         every token, or of the rows `logits_at` (an index tensor) only. With `hidden_after` (a
-        layer index), returns (logits, that layer's output) for training-only auxiliary losses;
+        layer index, or -1 for the decoder's input), returns (logits, that layer's output) for training-only auxiliary losses;
         with a tuple of layer indices, (logits, a tuple of their outputs).
 
         `past`: the keys and values (per layer, [kv_heads, P, head] after RoPE) of P tokens
@@ -253,7 +253,7 @@ class Decoder(torch.nn.Module):
         cos, sin = self.rope(positions)
         causal = torch.ones(n, before + n, dtype=torch.bool).tril(before)
         wanted = hidden_after if isinstance(hidden_after, tuple) else (hidden_after,)
-        hidden, kept = {}, []
+        hidden, kept = {-1: x}, []  # -1: the decoder's input (token embeddings, image rows)
         for index, l in enumerate(self.layers):
             a = rms_norm(x, l.attn_norm, c.rms_eps)
             q = (a @ l.q_w.t() + l.q_b).reshape(n, c.heads, hd).transpose(0, 1)
@@ -391,6 +391,20 @@ def position_loss(hidden, image_at, grid, head):
     centres = merged_token_centres(grid)
     guess = head(hidden[image_at:image_at + centres.shape[0]]).float()
     return F.mse_loss(guess, centres)
+
+
+def read_loss(hidden, image_at, cells, wanted, decoder):
+    """The training-only reading loss (docs/tiny-model.md, section 6): `hidden`'s image rows
+    `cells` (the merged tokens that show text; the image starts at row `image_at`) read out as the
+    decoder's final layer reads its last one (out_norm, then the tied embedding), and their
+    cross-entropy against `wanted` [cells, vocab], each row a distribution over the tokens of the
+    words that token shows. Neither the norm nor the embedding is trained by it: the image rows
+    must come to look like the words' embeddings, which is what an instruction's tokens can then
+    find by attention. Returns (loss, rows whose best token is one of the wanted ones)."""
+    h = hidden[image_at + cells].float()
+    logits = rms_norm(h, decoder.out_norm.detach(), decoder.c.rms_eps) @ decoder.embed.detach().t()
+    loss = -(wanted * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+    return loss, int((wanted.gather(1, logits.argmax(-1, keepdim=True)) > 0).sum())
 
 
 def mixed_precision(enabled):

@@ -95,6 +95,41 @@ class Encoded:
         rows = torch.arange(self.prompt_length - 1, len(self.ids) - 1)
         return rows, self.ids[self.prompt_length:]
 
+    def read_targets(self, vocab, grid):
+        """The reading loss's targets (model.read_loss): the indices of the merged image tokens
+        that show text, and [those, vocab] distributions over the text tokens each shows; None
+        when the row has no text boxes (data written before generator version 2) or its page
+        shows none. Each word is cut into its tokens (word_pieces), each piece placed in the
+        word's box by its share of the letters; a piece counts for an image token when a third
+        of it lies there, weighted by the area it covers."""
+        if not self.row.get("texts"):
+            return None
+        if not hasattr(self, "_read"):
+            gh, gw = grid[0] // 2, grid[1] // 2
+            weights = {}
+            for left, top, right, bottom, word in self.row["texts"]:
+                for ids, start, end in word_pieces(vocab, word):
+                    x0, x1 = left + (right - left) * start, left + (right - left) * end
+                    area = max(x1 - x0, 1e-3) * max(bottom - top, 1e-3)
+                    for r in range(max(0, int(top // CELL)), min(gh, int(bottom // CELL) + 1)):
+                        for c in range(max(0, int(x0 // CELL)), min(gw, int(x1 // CELL) + 1)):
+                            w = max(0.0, min(x1, (c + 1) * CELL) - max(x0, c * CELL)) * \
+                                max(0.0, min(bottom, (r + 1) * CELL) - max(top, r * CELL))
+                            if w >= area / 3:
+                                row = weights.setdefault(r * gw + c, {})
+                                for i in ids:
+                                    row[i] = row.get(i, 0.0) + w / len(ids)
+            # Kept sparse (a dense row per token would hold gigabytes over a data set).
+            self._read = [(cell, list(weights[cell].items())) for cell in sorted(weights)]
+        if not self._read:
+            return None
+        wanted = torch.zeros(len(self._read), len(vocab))
+        for n, (_, row) in enumerate(self._read):
+            for i, w in row:
+                wanted[n, i] = w
+        wanted /= wanted.sum(-1, keepdim=True).clamp_min(1e-9)
+        return torch.tensor([cell for cell, _ in self._read], dtype=torch.long), wanted
+
     def click_centre(self):
         """The centre of the control a click answer aims at, as (x, y) fractions of the image;
         None for other answers."""
@@ -104,6 +139,29 @@ class Encoded:
         x0, y0, x1, y1 = box
         return torch.tensor([(x0 + x1) / 2 / self.row["image_width"],
                              (y0 + y1) / 2 / self.row["image_height"]])
+
+
+CELL = 2 * tiny.PATCH  # a merged image token's side in the image's pixels
+_WORD_PIECES = {}
+
+
+def word_pieces(vocab, word):
+    """`word` as its tokens: (token ids, where the piece starts and ends as fractions of the
+    word's letters). The first piece has two ids, the word's first token alone and after a
+    space (a bare space token left out): how an instruction may quote it."""
+    if word not in _WORD_PIECES:
+        ids = vocab.encode(word)
+        texts = [vocab.decode([i]) for i in ids]
+        total, at, pieces = max(1, sum(len(t) for t in texts)), 0, []
+        for i, t in zip(ids, texts):
+            pieces.append(([i], at / total, (at + len(t)) / total))
+            at += len(t)
+        space, spaced = vocab.encode(" "), vocab.encode(" " + word)
+        spaced = spaced[len(space):] if spaced[:len(space)] == space else spaced
+        if spaced and spaced[0] != ids[0]:
+            pieces[0] = ([ids[0], spaced[0]], pieces[0][1], pieces[0][2])
+        _WORD_PIECES[word] = pieces
+    return _WORD_PIECES[word]
 
 
 TYPED = re.compile(r"^type\(content='(.+)'\)$")
@@ -155,29 +213,36 @@ class CopyDrill(Encoded):
         return torch.from_numpy(patches), grid
 
 
-def example_loss(m, example, image_id, is_digit, position=None, target=None, prefix=None):
+def example_loss(m, example, image_id, is_digit, position=None, target=None, prefix=None,
+                 read=None, vocab=None):
     """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
-    loss, target loss). With `position` (a decoder layer index and a linear head), the position
+    loss, target loss, (reading loss, image tokens read, of them right) or None). With `position` (a decoder layer index and a linear head), the position
     loss is the mean squared error of the head's guess of each image token's centre from that
     layer's output (None without): a training-only loss that makes the decoder turn M-RoPE
     rotations into position features (docs/tiny-model.md, section 7). With `target` (a linear
     head) and a click answer, the target loss is tiny.target_loss at the rows that predict the
     click's digits (else None). `prefix`: the batch's shared prompt prefix, as TinyVlm.forward
-    takes it."""
+    takes it. With `read` (a decoder layer index) and a page whose words the data measured,
+    the reading loss (model.read_loss) of that layer's output."""
     patches, grid = example.patches()
     rows, targets = example.targets()
     digits = is_digit[targets]
     centre = example.click_centre() if target is not None else None
-    layers = ((position[0],) if position else ()) + ((m.c.layers - 1,) if centre is not None
-                                                      else ())
+    words = example.read_targets(vocab, grid) if read is not None else None
+    layers = ((position[0],) if position else ()) + ((read,) if words else ()) + \
+        ((m.c.layers - 1,) if centre is not None else ())
     skipped = prefix[0] if prefix else 0
-    position_loss = target_loss = None
+    position_loss = target_loss = reading = None
     if layers:
         logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
                            logits_at=rows, hidden_after=layers, prefix=prefix)
         if position:
             position_loss = tiny.position_loss(hidden[0], example.image_at - skipped, grid,
                                                position[1])
+        if words:
+            loss, right = tiny.read_loss(hidden[1 if position else 0], example.image_at - skipped,
+                                         words[0], words[1], m.decoder)
+            reading = (loss, len(words[0]), right)
         if centre is not None and digits.any():
             at = tiny.text_rows(rows[digits], example.image_at, grid, skipped)
             target_loss = tiny.target_loss(hidden[-1], at, centre, target)
@@ -186,7 +251,7 @@ def example_loss(m, example, image_id, is_digit, position=None, target=None, pre
                    prefix=prefix)
     per_token = F.cross_entropy(logits.float(), targets, reduction="none")
     return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
-            int(digits.sum()), position_loss, target_loss)
+            int(digits.sum()), position_loss, target_loss, reading)
 
 
 def shared_prefix_length(examples):
@@ -298,6 +363,13 @@ def main():
     parser.add_argument("--target", type=float, default=0.0,
                         help="weight of the training-only loss on where a click's target lies, "
                              "read at the rows that predict its digits, per answer token (0: off)")
+    parser.add_argument("--read", type=float, default=0.0,
+                        help="weight of the training-only reading loss (the image tokens of "
+                             "decoder layer --read-layer read out as the words they show), per "
+                             "answer token (0: off); needs data with text boxes")
+    parser.add_argument("--read-layer", type=int, default=-1,
+                        help="the decoder layer whose output the reading loss reads (-1: the "
+                             "decoder's input, i.e. the vision tower's merged tokens)")
     parser.add_argument("--bf16", action="store_true",
                         help="bfloat16 matrix products in training's forward passes (float32 "
                              "weights, optimizer and losses): 5x faster on this project's "
@@ -417,6 +489,10 @@ def train_process(rank, args, port):
                          f"0-{config.layers - 1}")
     head = torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None
     position = (args.aux_layer, head) if head else None
+    if args.read > 0 and not -1 <= args.read_layer < config.layers:
+        raise SystemExit(f"--read-layer {args.read_layer}: the decoder has layers "
+                         f"0-{config.layers - 1} (-1: its input, the vision tower's output)")
+    read = args.read_layer if args.read > 0 else None
     target = torch.nn.Linear(config.hidden, 2) if args.target > 0 else None
     if target:  # it starts by guessing the image's centre, with no pull on the model yet
         torch.nn.init.zeros_(target.weight)
@@ -474,6 +550,7 @@ def train_process(rank, args, port):
         optimizer.zero_grad()
         total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
         target_total, target_count, drill_total, drill_count = 0.0, 0, 0.0, 0
+        read_total, read_tokens, read_right, read_pages = 0.0, 0, 0, 0
         # The shared prefix's forward runs once; the batch's losses backpropagate together.
         with tiny.mixed_precision(args.bf16):
             prefix = (shared, m.prefix_kv(examples[0].ids[:shared])) if shared else None
@@ -484,8 +561,8 @@ def train_process(rank, args, port):
                   ] if drill_rows else []
         for example in batch[rank::world]:
             with tiny.mixed_precision(args.bf16):
-                loss, n, digit_loss, digits, position_loss, target_loss = example_loss(
-                    m, example, image_id, is_digit, position, target, prefix)
+                loss, n, digit_loss, digits, position_loss, target_loss, reading = example_loss(
+                    m, example, image_id, is_digit, position, target, prefix, read, vocab)
             loss_to_train = loss
             if position_loss is not None:
                 # Weighted per answer token, so --aux means what position_probe.py's does.
@@ -493,6 +570,10 @@ def train_process(rank, args, port):
             if target_loss is not None:
                 target_total, target_count = target_total + float(target_loss), target_count + 1
                 loss_to_train = loss_to_train + args.target * n * target_loss
+            if reading is not None:
+                read_total, read_pages = read_total + float(reading[0]), read_pages + 1
+                read_tokens, read_right = read_tokens + reading[1], read_right + reading[2]
+                loss_to_train = loss_to_train + args.read * n * reading[0]
             batch_loss = batch_loss + loss_to_train / args.batch
             if isinstance(example, CopyDrill):  # apart: the curves stay those of the data
                 drill_total, drill_count = drill_total + float(loss), drill_count + n
@@ -509,9 +590,11 @@ def train_process(rank, args, port):
         step += 1
         # The statistics of the whole batch, and process 0's clock deciding for all.
         (total, count, digit_total, digit_count, position_total, target_total, target_count,
-         drill_total, drill_count, stop) = all_reduce(
+         drill_total, drill_count, read_total, read_tokens, read_right, read_pages,
+         stop) = all_reduce(
             [total, count, digit_total, digit_count, position_total, target_total, target_count,
-             drill_total, drill_count, lead and time.time() - train_started >= args.minutes * 60])
+             drill_total, drill_count, read_total, read_tokens, read_right, read_pages,
+             lead and time.time() - train_started >= args.minutes * 60])
         out_of_time = stop > 0
         if not lead:
             continue
@@ -525,6 +608,9 @@ def train_process(rank, args, port):
             entry["target_mse"] = target_total / target_count
         if drill_count:
             entry["copy_drill_loss"] = drill_total / drill_count
+        if read_pages:  # per page; and the share of text-showing image tokens read right
+            entry["read_loss"] = read_total / read_pages
+            entry["read_right"] = read_right / read_tokens
         log.write(json.dumps(entry) + "\n")
         log.flush()
         if step % 10 == 0:
@@ -554,6 +640,7 @@ def train_process(rank, args, port):
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
         "aux": args.aux, "aux_layer": args.aux_layer, "target": args.target, "init": args.init,
+        "read": args.read, "read_layer": args.read_layer,
         "bf16": args.bf16, "processes": args.processes, "copy_drills": args.copy_drills,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
         "train_gflop_per_example": round(flops / 1e9, 2),

@@ -3,6 +3,7 @@
 // multi-step task played through real input reaches its goal state, the writer's examples.jsonl
 // is the same bytes twice, and the OSWorld evaluator of an exported task scores 1 after the
 // oracle's answers and 0 when another control is clicked instead.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -240,12 +241,12 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
     // Every line has the fields the training script reads; images have the model's size.
     std::istringstream lines(a);
     std::string line;
-    int steps = 0;
+    int steps = 0, labelClicks = 0;
     while (std::getline(lines, line)) {
         const nlohmann::json example = nlohmann::json::parse(line);
-        for (const char* key :
-             {"id", "task", "step", "image", "image_width", "image_height", "screen_width",
-              "screen_height", "instruction", "history", "answer", "kind", "template", "split"})
+        for (const char* key : {"id", "task", "step", "image", "image_width", "image_height",
+                                "screen_width", "screen_height", "instruction", "history", "answer",
+                                "kind", "template", "split", "texts"})
             EXPECT_TRUE(example.contains(key)) << key;
         EXPECT_EQ(example["history"].size(), example["step"].get<std::size_t>());
         // The agent loop's request: the earlier answers as assistant turns, this step's image
@@ -275,6 +276,34 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
         } else {
             EXPECT_TRUE(example["target_box"].is_null()) << line;
         }
+        // The page's words lie in the image; a first step that clicks the one label its
+        // instruction quotes has the label's first word measured inside the box the oracle's
+        // probe measured for the target (later steps may click a form's button instead).
+        const double width = example["image_width"], height = example["image_height"];
+        ASSERT_FALSE(example["texts"].empty()) << line;
+        for (const nlohmann::json& word : example["texts"]) {
+            ASSERT_EQ(word.size(), 5u) << line;
+            EXPECT_TRUE(word[0] < word[2] && word[1] < word[3] && word[2] > 0 && word[3] > 0 &&
+                        word[0] < width && word[1] < height)
+                << word.dump();
+            EXPECT_FALSE(word[4].get<std::string>().empty());
+        }
+        const std::string instruction = example["instruction"];
+        if (example["kind"] == "click_label" && example["step"] == 0 &&
+            std::count(instruction.begin(), instruction.end(), '\'') == 2) {
+            const std::size_t quote = instruction.find('\'');
+            const std::string label = instruction.substr(quote + 1);
+            const std::string quotedWord = label.substr(0, label.find_first_of(" '"));
+            const nlohmann::json& box = example["target_box"];
+            bool found = false;
+            for (const nlohmann::json& word : example["texts"])
+                found = found || (word[4] == quotedWord && word[0] >= box[0].get<double>() - 1 &&
+                                  word[2] <= box[2].get<double>() + 1 &&
+                                  word[1] >= box[1].get<double>() - 1 &&
+                                  word[3] <= box[3].get<double>() + 1);
+            EXPECT_TRUE(found) << "'" << quotedWord << "' not measured inside the target: " << line;
+            ++labelClicks;
+        }
         EXPECT_TRUE(fs::is_regular_file(folder() / "a" / example["image"].get<std::string>()));
         if (example["screen_width"] == 1280) {
             EXPECT_EQ(example["image_width"], 784);
@@ -282,6 +311,7 @@ TEST_F(SyntheticGroundingTest, TheWriterGivesTheSameExamplesTwice) {
         ++steps;
     }
     EXPECT_EQ(steps, first->steps);
+    EXPECT_GT(labelClicks, 0);  // the check above ran
 }
 
 // The exported task's evaluator through Iris's evaluation machinery, on the live page.

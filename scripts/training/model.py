@@ -378,9 +378,7 @@ def target_loss(hidden, rows, centre, head):
     `head`'s guess of the clicked control's centre (x, y fractions of the image) from `hidden`'s
     `rows`, the last decoder layer's output where the answer's coordinate digits are predicted.
     The digits' cross-entropy says little about a click three columns off; this says how far."""
-    h = hidden[rows].float()
-    # RMS-normalised: the residual stream's scale drifts during training, the head's input should not.
-    guess = head(h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).float()
+    guess = head(rms(hidden[rows])).float()
     return F.mse_loss(guess, centre.expand_as(guess))
 
 
@@ -391,6 +389,25 @@ def position_loss(hidden, image_at, grid, head):
     centres = merged_token_centres(grid)
     guess = head(hidden[image_at:image_at + centres.shape[0]]).float()
     return F.mse_loss(guess, centres)
+
+
+def rms(h):
+    """h RMS-normalised with no weight: a training-only head's input, whose scale must not drift
+    with the residual stream's."""
+    h = h.float()
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def mask_loss(hidden, image_at, inside, head):
+    """The training-only target-mask loss (docs/tiny-model.md, section 6): `head` says from
+    `hidden`'s image rows (they start at row `image_at` and see the instruction before them)
+    which merged tokens lie on the control a click aims at; `inside` [tokens] is 1 there. A
+    binary cross-entropy balanced between the control's few tokens and the rest. Returns (loss,
+    whether the head's most confident token lies on the control)."""
+    logit = head(rms(hidden[image_at:image_at + inside.shape[0]])).squeeze(-1)
+    bce = F.binary_cross_entropy_with_logits(logit, inside, reduction="none")
+    loss = 0.5 * (bce[inside > 0].mean() + bce[inside == 0].mean())
+    return loss, bool(inside[int(logit.argmax())] > 0)
 
 
 def read_loss(hidden, image_at, cells, wanted, decoder):

@@ -11,9 +11,11 @@ time, losses, held-out exact-match) and gguf/iris-tiny-cua.gguf + .mmproj.gguf.
 
 Each example is one agent step rendered exactly as Iris's agent renders it for this model
 (prompt.py); the loss is the cross-entropy of the answer's tokens and the <|im_end|> after it,
-plus, with --aux W, W times a training-only loss on where each image token lies (a linear head on
-decoder layer --aux-layer, never exported): with RoPE base 100 it took position_probe.py's task
-from chance to 90% of clicks on target (docs/tiny-model.md, section 7).
+plus training-only losses that teach the parts of grounding one by one (example_loss; the heads
+they use are never exported): --aux, where each image token lies (with RoPE base 100 it took
+position_probe.py's task from chance to 90% of clicks on target, docs/tiny-model.md section 7);
+--read, which words each image token shows; --mask, which image tokens lie on the clicked
+control; --target, where that control lies, at the rows that write the click's digits.
 """
 
 import argparse
@@ -105,20 +107,16 @@ class Encoded:
         if not self.row.get("texts"):
             return None
         if not hasattr(self, "_read"):
-            gh, gw = grid[0] // 2, grid[1] // 2
             weights = {}
             for left, top, right, bottom, word in self.row["texts"]:
                 for ids, start, end in word_pieces(vocab, word):
                     x0, x1 = left + (right - left) * start, left + (right - left) * end
                     area = max(x1 - x0, 1e-3) * max(bottom - top, 1e-3)
-                    for r in range(max(0, int(top // CELL)), min(gh, int(bottom // CELL) + 1)):
-                        for c in range(max(0, int(x0 // CELL)), min(gw, int(x1 // CELL) + 1)):
-                            w = max(0.0, min(x1, (c + 1) * CELL) - max(x0, c * CELL)) * \
-                                max(0.0, min(bottom, (r + 1) * CELL) - max(top, r * CELL))
-                            if w >= area / 3:
-                                row = weights.setdefault(r * gw + c, {})
-                                for i in ids:
-                                    row[i] = row.get(i, 0.0) + w / len(ids)
+                    for cell, w in covered_cells((x0, top, x1, bottom), grid):
+                        if w >= area / 3:
+                            row = weights.setdefault(cell, {})
+                            for i in ids:
+                                row[i] = row.get(i, 0.0) + w / len(ids)
             # Kept sparse (a dense row per token would hold gigabytes over a data set).
             self._read = [(cell, list(weights[cell].items())) for cell in sorted(weights)]
         if not self._read:
@@ -129,6 +127,23 @@ class Encoded:
                 wanted[n, i] = w
         wanted /= wanted.sum(-1, keepdim=True).clamp_min(1e-9)
         return torch.tensor([cell for cell, _ in self._read], dtype=torch.long), wanted
+
+    def target_cells(self, grid):
+        """[merged tokens] 1.0 where the token lies on the control a click aims at (a third of
+        the token or of the control inside it, and always the token under the click), else 0;
+        None for other answers."""
+        centre = self.click_centre()
+        if centre is None:
+            return None
+        gh, gw = grid[0] // 2, grid[1] // 2
+        left, top, right, bottom = self.row["target_box"]
+        inside = torch.zeros(gh * gw)
+        least = min(CELL * CELL, max(right - left, 1e-3) * max(bottom - top, 1e-3)) / 3
+        for cell, area in covered_cells(self.row["target_box"], grid):
+            if area >= least:
+                inside[cell] = 1.0
+        inside[min(gh - 1, int(centre[1] * gh)) * gw + min(gw - 1, int(centre[0] * gw))] = 1.0
+        return inside
 
     def click_centre(self):
         """The centre of the control a click answer aims at, as (x, y) fractions of the image;
@@ -143,6 +158,17 @@ class Encoded:
 
 CELL = 2 * tiny.PATCH  # a merged image token's side in the image's pixels
 _WORD_PIECES = {}
+
+
+def covered_cells(box, grid):
+    """(merged image token, how many of the box's pixels lie in it) for each token the box
+    [left, top, right, bottom] (the image's pixels) reaches; tokens in the decoder's order."""
+    left, top, right, bottom = box
+    gh, gw = grid[0] // 2, grid[1] // 2
+    for r in range(max(0, int(top // CELL)), min(gh, int(bottom // CELL) + 1)):
+        for c in range(max(0, int(left // CELL)), min(gw, int(right // CELL) + 1)):
+            yield r * gw + c, (max(0.0, min(right, (c + 1) * CELL) - max(left, c * CELL)) *
+                               max(0.0, min(bottom, (r + 1) * CELL) - max(top, r * CELL)))
 
 
 def word_pieces(vocab, word):
@@ -213,45 +239,111 @@ class CopyDrill(Encoded):
         return torch.from_numpy(patches), grid
 
 
-def example_loss(m, example, image_id, is_digit, position=None, target=None, prefix=None,
-                 read=None, vocab=None):
-    """(summed answer-token loss, tokens, summed loss of the coordinate digits, digits, position
-    loss, target loss, (reading loss, image tokens read, of them right) or None). With `position` (a decoder layer index and a linear head), the position
-    loss is the mean squared error of the head's guess of each image token's centre from that
-    layer's output (None without): a training-only loss that makes the decoder turn M-RoPE
-    rotations into position features (docs/tiny-model.md, section 7). With `target` (a linear
-    head) and a click answer, the target loss is tiny.target_loss at the rows that predict the
-    click's digits (else None). `prefix`: the batch's shared prompt prefix, as TinyVlm.forward
-    takes it. With `read` (a decoder layer index) and a page whose words the data measured,
-    the reading loss (model.read_loss) of that layer's output."""
+def example_loss(m, example, image_id, is_digit, prefix=None, aux=None, vocab=None):
+    """One example's losses, a dict: "answer" (the answer tokens' cross-entropy, summed),
+    "tokens", "digit_loss" (summed over the coordinate digits, a float) and "digits"; and each
+    training-only loss that `aux` asks for and the example allows (docs/tiny-model.md, sections 6
+    and 7), each read from a decoder layer's output by a linear head trained with the model and
+    never exported:
+    - "position" (aux["position"] = (layer, head)): tiny.position_loss, where each image token
+      lies: makes the decoder turn M-RoPE rotations into position features;
+    - "read" (aux["read"] = layer; pages whose words the data measured): (tiny.read_loss, image
+      tokens read, of them right): the image tokens read the words they show;
+    - "mask" (aux["mask"] = (layer, head); clicks): (tiny.mask_loss, hit): which image tokens lie
+      on the clicked control, seen after the instruction;
+    - "target" (aux["target"] = head; clicks): tiny.target_loss at the rows that predict the
+      click's digits, where the control lies.
+    `prefix`: the batch's shared prompt prefix, as TinyVlm.forward takes it."""
+    aux = aux or {}
     patches, grid = example.patches()
     rows, targets = example.targets()
     digits = is_digit[targets]
-    centre = example.click_centre() if target is not None else None
-    words = example.read_targets(vocab, grid) if read is not None else None
-    layers = ((position[0],) if position else ()) + ((read,) if words else ()) + \
-        ((m.c.layers - 1,) if centre is not None else ())
     skipped = prefix[0] if prefix else 0
-    position_loss = target_loss = reading = None
-    if layers:
+    image_rows = example.image_at - skipped
+    inside = example.target_cells(grid) if "mask" in aux or "target" in aux else None
+    words = example.read_targets(vocab, grid) if "read" in aux else None
+    layer_of = {}  # loss -> the decoder layer whose output it reads
+    if "position" in aux:
+        layer_of["position"] = aux["position"][0]
+    if words:
+        layer_of["read"] = aux["read"]
+    if inside is not None and "mask" in aux:
+        layer_of["mask"] = aux["mask"][0]
+    if inside is not None and "target" in aux and digits.any():
+        layer_of["target"] = m.c.layers - 1
+    out = {}
+    if layer_of:
         logits, hidden = m(example.ids, example.image_at, patches, grid, image_id,
-                           logits_at=rows, hidden_after=layers, prefix=prefix)
-        if position:
-            position_loss = tiny.position_loss(hidden[0], example.image_at - skipped, grid,
-                                               position[1])
-        if words:
-            loss, right = tiny.read_loss(hidden[1 if position else 0], example.image_at - skipped,
-                                         words[0], words[1], m.decoder)
-            reading = (loss, len(words[0]), right)
-        if centre is not None and digits.any():
+                           logits_at=rows, hidden_after=tuple(layer_of.values()), prefix=prefix)
+        hidden = dict(zip(layer_of, hidden))
+        if "position" in hidden:
+            out["position"] = tiny.position_loss(hidden["position"], image_rows, grid,
+                                                 aux["position"][1])
+        if "read" in hidden:
+            loss, right = tiny.read_loss(hidden["read"], image_rows, words[0], words[1],
+                                         m.decoder)
+            out["read"] = (loss, len(words[0]), right)
+        if "mask" in hidden:
+            out["mask"] = tiny.mask_loss(hidden["mask"], image_rows, inside, aux["mask"][1])
+        if "target" in hidden:
             at = tiny.text_rows(rows[digits], example.image_at, grid, skipped)
-            target_loss = tiny.target_loss(hidden[-1], at, centre, target)
+            out["target"] = tiny.target_loss(hidden["target"], at, example.click_centre(),
+                                             aux["target"])
     else:
         logits = m(example.ids, example.image_at, patches, grid, image_id, logits_at=rows,
                    prefix=prefix)
     per_token = F.cross_entropy(logits.float(), targets, reduction="none")
-    return (per_token.sum(), len(targets), float(per_token.detach()[digits].sum()),
-            int(digits.sum()), position_loss, target_loss, reading)
+    out.update(answer=per_token.sum(), tokens=len(targets),
+               digit_loss=float(per_token.detach()[digits].sum()), digits=int(digits.sum()))
+    return out
+
+
+# What a step adds up over its batch (summed over the training processes too).
+STATISTICS = ("total", "count", "digit_total", "digit_count", "position_total", "target_total",
+              "target_count", "drill_total", "drill_count", "read_total", "read_tokens",
+              "read_right", "read_pages", "mask_total", "mask_hits", "mask_count")
+
+
+def add_statistics(sums, out):
+    """Adds one example's losses (example_loss's dict) to a step's sums."""
+    sums["total"] += float(out["answer"])
+    sums["count"] += out["tokens"]
+    sums["digit_total"] += out["digit_loss"]
+    sums["digit_count"] += out["digits"]
+    if "position" in out:
+        sums["position_total"] += float(out["position"])
+    if "target" in out:
+        sums["target_total"] += float(out["target"])
+        sums["target_count"] += 1
+    if "read" in out:
+        sums["read_total"] += float(out["read"][0])
+        sums["read_tokens"] += out["read"][1]
+        sums["read_right"] += out["read"][2]
+        sums["read_pages"] += 1
+    if "mask" in out:
+        sums["mask_total"] += float(out["mask"][0])
+        sums["mask_hits"] += out["mask"][1]
+        sums["mask_count"] += 1
+
+
+def log_entry(sums, batch):
+    """log.jsonl's means for a step (those of the losses the step had)."""
+    def mean(total, count):
+        return sums[total] / sums[count] if sums[count] else None
+    entry = {"digit_loss": mean("digit_total", "digit_count")}
+    if sums["position_total"]:
+        entry["position_mse"] = sums["position_total"] / batch
+    for key, value in (("target_mse", mean("target_total", "target_count")),
+                       ("copy_drill_loss", mean("drill_total", "drill_count")),
+                       ("read_loss", mean("read_total", "read_pages")),  # per page
+                       # the share of text-showing image tokens read right
+                       ("read_right", mean("read_right", "read_tokens")),
+                       ("mask_loss", mean("mask_total", "mask_count")),
+                       # clicks whose most confident image token lies on the control
+                       ("mask_hits", mean("mask_hits", "mask_count"))):
+        if value is not None:
+            entry[key] = value
+    return entry
 
 
 def shared_prefix_length(examples):
@@ -320,11 +412,11 @@ def plot_losses(losses, path):
     image.save(path)
 
 
-def save_checkpoint(path, m, optimizer, vocab, step, losses, head, target):
+def save_checkpoint(path, m, optimizer, vocab, step, losses, heads):
     torch.save({"config": m.c.to_json(), "model": m.state_dict(), "merges": vocab.merges,
                 "optimizer": optimizer.state_dict(), "step": step, "losses": losses,
-                "position_head": head.state_dict() if head else None,
-                "target_head": target.state_dict() if target else None}, path + ".tmp")
+                **{key: head.state_dict() if head else None for key, head in heads.items()}},
+               path + ".tmp")
     os.replace(path + ".tmp", path)
 
 
@@ -370,6 +462,12 @@ def main():
     parser.add_argument("--read-layer", type=int, default=-1,
                         help="the decoder layer whose output the reading loss reads (-1: the "
                              "decoder's input, i.e. the vision tower's merged tokens)")
+    parser.add_argument("--mask", type=float, default=0.0,
+                        help="weight of the training-only loss on which image tokens lie on a "
+                             "click's control (read at decoder layer --mask-layer, where the "
+                             "image rows have seen the instruction), per answer token (0: off)")
+    parser.add_argument("--mask-layer", type=int, default=2,
+                        help="the decoder layer whose output the target-mask loss reads")
     parser.add_argument("--bf16", action="store_true",
                         help="bfloat16 matrix products in training's forward passes (float32 "
                              "weights, optimizer and losses): 5x faster on this project's "
@@ -483,39 +581,48 @@ def train_process(rank, args, port):
         vocab.save(os.path.join(args.out, "tokenizer.json"))
     m = tiny.TinyVlm(config)
     m.init_weights(args.seed)
-    # The position loss's head is trained with the model, kept in the checkpoint, never exported.
-    if args.aux > 0 and not 0 <= args.aux_layer < config.layers:
-        raise SystemExit(f"--aux-layer {args.aux_layer}: the decoder has layers "
-                         f"0-{config.layers - 1}")
-    head = torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None
-    position = (args.aux_layer, head) if head else None
-    if args.read > 0 and not -1 <= args.read_layer < config.layers:
-        raise SystemExit(f"--read-layer {args.read_layer}: the decoder has layers "
-                         f"0-{config.layers - 1} (-1: its input, the vision tower's output)")
-    read = args.read_layer if args.read > 0 else None
-    target = torch.nn.Linear(config.hidden, 2) if args.target > 0 else None
-    if target:  # it starts by guessing the image's centre, with no pull on the model yet
-        torch.nn.init.zeros_(target.weight)
-        torch.nn.init.constant_(target.bias, 0.5)
+    # The training-only losses' heads are trained with the model, kept in the checkpoint, never
+    # exported (example_loss says what each does).
+    for option, layer, lowest in (("--aux-layer", args.aux_layer, 0),
+                                  ("--read-layer", args.read_layer, -1),
+                                  ("--mask-layer", args.mask_layer, 0)):
+        if not lowest <= layer < config.layers:
+            raise SystemExit(f"{option} {layer}: the decoder has layers 0-{config.layers - 1}"
+                             + (" (-1: its input, the vision tower's output)" if lowest < 0
+                                else ""))
+    heads = {"position_head": torch.nn.Linear(config.hidden, 2) if args.aux > 0 else None,
+             "target_head": torch.nn.Linear(config.hidden, 2) if args.target > 0 else None,
+             "mask_head": torch.nn.Linear(config.hidden, 1) if args.mask > 0 else None}
+    if heads["target_head"]:  # it starts by guessing the image's centre, no pull on the model yet
+        torch.nn.init.zeros_(heads["target_head"].weight)
+        torch.nn.init.constant_(heads["target_head"].bias, 0.5)
+    aux = {}
+    if heads["position_head"]:
+        aux["position"] = (args.aux_layer, heads["position_head"])
+    if heads["target_head"]:
+        aux["target"] = heads["target_head"]
+    if args.read > 0:
+        aux["read"] = args.read_layer
+    if heads["mask_head"]:
+        aux["mask"] = (args.mask_layer, heads["mask_head"])
     decay = [p for p in m.parameters() if p.dim() > 1]
     no_decay = [p for p in m.parameters() if p.dim() <= 1]
     groups = [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}]
-    for extra in (head, target):  # training-only heads, never exported
-        if extra:
-            groups.append({"params": list(extra.parameters()), "weight_decay": 0.0})
+    for head in heads.values():
+        if head:
+            groups.append({"params": list(head.parameters()), "weight_decay": 0.0})
     optimizer = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95))
     step, losses = 0, []
-    for option, extra, key in (("--aux", head, "position_head"), ("--target", target,
-                                                                   "target_head")):
-        if state and bool(extra) != bool(state.get(key)):
+    for (key, head), option in zip(heads.items(), ("--aux", "--target", "--mask")):
+        if state and bool(head) != bool(state.get(key)):
             raise SystemExit(f"{checkpoint_path}: {option} must be "
-                             f"{'on' if extra is None else 'off'} to resume this run, as it was "
+                             f"{'on' if head is None else 'off'} to resume this run, as it was "
                              "when the run started")
     if start:
         m.load_state_dict(start["model"])
-        for extra, key in ((head, "position_head"), (target, "target_head")):
-            if extra and start.get(key):  # else a new head learns from the start
-                extra.load_state_dict(start[key])
+        for key, head in heads.items():
+            if head and start.get(key):  # else a new head learns from the start
+                head.load_state_dict(start[key])
     if state:
         optimizer.load_state_dict(state["optimizer"])
         step, losses = state["step"], state["losses"]
@@ -548,9 +655,7 @@ def train_process(rank, args, port):
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad()
-        total, count, digit_total, digit_count, position_total = 0.0, 0, 0.0, 0, 0.0
-        target_total, target_count, drill_total, drill_count = 0.0, 0, 0.0, 0
-        read_total, read_tokens, read_right, read_pages = 0.0, 0, 0, 0
+        sums = dict.fromkeys(STATISTICS, 0.0)
         # The shared prefix's forward runs once; the batch's losses backpropagate together.
         with tiny.mixed_precision(args.bf16):
             prefix = (shared, m.prefix_kv(examples[0].ids[:shared])) if shared else None
@@ -561,27 +666,23 @@ def train_process(rank, args, port):
                   ] if drill_rows else []
         for example in batch[rank::world]:
             with tiny.mixed_precision(args.bf16):
-                loss, n, digit_loss, digits, position_loss, target_loss, reading = example_loss(
-                    m, example, image_id, is_digit, position, target, prefix, read, vocab)
-            loss_to_train = loss
-            if position_loss is not None:
-                # Weighted per answer token, so --aux means what position_probe.py's does.
-                loss_to_train = loss_to_train + args.aux * n * position_loss
-            if target_loss is not None:
-                target_total, target_count = target_total + float(target_loss), target_count + 1
-                loss_to_train = loss_to_train + args.target * n * target_loss
-            if reading is not None:
-                read_total, read_pages = read_total + float(reading[0]), read_pages + 1
-                read_tokens, read_right = read_tokens + reading[1], read_right + reading[2]
-                loss_to_train = loss_to_train + args.read * n * reading[0]
+                out = example_loss(m, example, image_id, is_digit, prefix, aux, vocab)
+            n = out["tokens"]
+            # The training-only losses are weighted per answer token, so that --aux means what
+            # position_probe.py's does.
+            loss_to_train = out["answer"]
+            for key, weight in (("position", args.aux), ("target", args.target)):
+                if key in out:
+                    loss_to_train = loss_to_train + weight * n * out[key]
+            for key, weight in (("read", args.read), ("mask", args.mask)):
+                if key in out:
+                    loss_to_train = loss_to_train + weight * n * out[key][0]
             batch_loss = batch_loss + loss_to_train / args.batch
             if isinstance(example, CopyDrill):  # apart: the curves stay those of the data
-                drill_total, drill_count = drill_total + float(loss), drill_count + n
+                sums["drill_total"] += float(out["answer"])
+                sums["drill_count"] += n
                 continue
-            if position_loss is not None:
-                position_total += float(position_loss)
-            total, count = total + float(loss), count + n
-            digit_total, digit_count = digit_total + digit_loss, digit_count + digits
+            add_statistics(sums, out)
         batch_loss.backward()
         if world > 1:
             all_reduce_gradients(parameters)
@@ -589,35 +690,22 @@ def train_process(rank, args, port):
         optimizer.step()
         step += 1
         # The statistics of the whole batch, and process 0's clock deciding for all.
-        (total, count, digit_total, digit_count, position_total, target_total, target_count,
-         drill_total, drill_count, read_total, read_tokens, read_right, read_pages,
-         stop) = all_reduce(
-            [total, count, digit_total, digit_count, position_total, target_total, target_count,
-             drill_total, drill_count, read_total, read_tokens, read_right, read_pages,
-             lead and time.time() - train_started >= args.minutes * 60])
-        out_of_time = stop > 0
+        totals = all_reduce([sums[k] for k in STATISTICS] +
+                            [lead and time.time() - train_started >= args.minutes * 60])
+        sums, out_of_time = dict(zip(STATISTICS, totals)), totals[-1] > 0
         if not lead:
             continue
-        losses.append(total / count)
-        digit_loss = digit_total / digit_count if digit_count else None
-        entry = {"step": step, "loss": losses[-1], "digit_loss": digit_loss, "lr": lr,
-                 "seconds": round(time.time() - train_started, 1)}
-        if head:
-            entry["position_mse"] = position_total / args.batch
-        if target and target_count:
-            entry["target_mse"] = target_total / target_count
-        if drill_count:
-            entry["copy_drill_loss"] = drill_total / drill_count
-        if read_pages:  # per page; and the share of text-showing image tokens read right
-            entry["read_loss"] = read_total / read_pages
-            entry["read_right"] = read_right / read_tokens
+        losses.append(sums["total"] / sums["count"])
+        entry = {"step": step, "loss": losses[-1], "lr": lr,
+                 "seconds": round(time.time() - train_started, 1), **log_entry(sums, args.batch)}
+        digit_loss = entry["digit_loss"]
         log.write(json.dumps(entry) + "\n")
         log.flush()
         if step % 10 == 0:
             print(f"step {step}: loss {losses[-1]:.4f} digits {digit_loss or 0:.4f} lr {lr:.2e} "
                   f"{time.time() - train_started:.0f} s", flush=True)
         if step % args.checkpoint_every == 0:
-            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head, target)
+            save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, heads)
     train_seconds = time.time() - train_started
     if world > 1:
         dist.destroy_process_group()
@@ -625,7 +713,7 @@ def train_process(rank, args, port):
         return
     flops = 3 * sum(sum(tiny.forward_flops(config, e.row["image_width"], e.row["image_height"],
                                            len(e.ids))) for e in examples) / len(examples)
-    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, head, target)
+    save_checkpoint(checkpoint_path, m, optimizer, vocab, step, losses, heads)
     plot_losses(losses, os.path.join(args.out, "loss.png"))
 
     m.eval()
@@ -640,7 +728,8 @@ def train_process(rank, args, port):
         "parameters": {"tower": tower, "decoder": decoder}, "steps": step, "batch": args.batch,
         "lr": args.lr, "seed": args.seed, "threads": args.threads,
         "aux": args.aux, "aux_layer": args.aux_layer, "target": args.target, "init": args.init,
-        "read": args.read, "read_layer": args.read_layer,
+        "read": args.read, "read_layer": args.read_layer, "mask": args.mask,
+        "mask_layer": args.mask_layer,
         "bf16": args.bf16, "processes": args.processes, "copy_drills": args.copy_drills,
         "train_seconds": round(train_seconds, 1), "total_seconds": round(time.time() - started, 1),
         "train_gflop_per_example": round(flops / 1e9, 2),

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "base/strings.h"
@@ -175,6 +176,154 @@ std::string inventedText(SplitMix64& random, TextShape shape) {
     return inventedWord(random, 1, 3) + (random.below(2) == 0 ? "-" : "_") +
            inventedWord(random, 1, 2) + pick(random, kExtensions);
 }
+
+// --- invented labels ---------------------------------------------------------------------------
+
+// The words a page shows, each (of three letters or more) replaced everywhere by a made-up one of
+// about its length, consistently for the page and the instruction: labels a model has never
+// seen, which it can only match letter by letter. Key names stay, or "press Enter" would lose its
+// meaning.
+class Relabeller {
+public:
+    explicit Relabeller(SplitMix64& random) : m_random(random) {}
+
+    // Replaces the words of the text between tags (not in tags, entities, scripts or styles).
+    std::string page(std::string_view html) {
+        std::string out;
+        std::size_t i = 0;
+        while (i < html.size()) {
+            if (html[i] == '<') {
+                const bool raw =
+                    html.compare(i, 7, "<script") == 0 || html.compare(i, 6, "<style") == 0;
+                const std::size_t end =
+                    raw ? html.find(html[i + 2] == 'c' ? "</script>" : "</style>", i)
+                        : html.find('>', i);
+                const std::size_t stop = end == std::string_view::npos ? html.size() : end + 1;
+                out += html.substr(i, stop - i);
+                i = stop;
+            } else if (html[i] == '&') {
+                const std::size_t end = html.find(';', i);
+                const std::size_t stop = end == std::string_view::npos ? html.size() : end + 1;
+                out += html.substr(i, stop - i);
+                i = stop;
+            } else {
+                const std::size_t stop = std::min(html.find_first_of("<&", i), html.size());
+                out +=
+                    words(html.substr(i, stop - i), [&](std::string_view w) { return learn(w); });
+                i = stop;
+            }
+        }
+        return out;
+    }
+
+    // The instruction: words in quotes, capitalised words after the first ("the Subject
+    // field") and the words that name a field ("the folder name field"), where the page shows
+    // them; a quote opens after a non-letter and closes before one, so "dialog's" opens none.
+    std::string instruction(std::string_view text) const {
+        // [from, to): a field's name, between "the " and " field".
+        std::vector<std::pair<std::size_t, std::size_t>> names;
+        for (std::size_t at = text.find(" field"); at != std::string_view::npos;
+             at = text.find(" field", at + 1)) {
+            const std::size_t the = text.rfind("the ", at);
+            if (the != std::string_view::npos) names.emplace_back(the + 4, at);
+        }
+        auto inName = [&](std::string_view w) {
+            const std::size_t at = std::size_t(w.data() - text.data());
+            return std::any_of(names.begin(), names.end(),
+                               [&](const auto& n) { return n.first <= at && at < n.second; });
+        };
+        std::string out;
+        bool quoted = false;
+        std::size_t i = 0;
+        while (i < text.size()) {
+            if (text[i] == '\'') {
+                const bool before = i > 0 && isLetter(text[i - 1]);
+                const bool after = i + 1 < text.size() && isLetter(text[i + 1]);
+                if (!quoted && !before)
+                    quoted = true;
+                else if (quoted && !after)
+                    quoted = false;
+                out += text[i++];
+                continue;
+            }
+            std::size_t stop = i;
+            while (stop < text.size() && text[stop] != '\'')
+                ++stop;
+            out += words(text.substr(i, stop - i), [&](std::string_view w) {
+                const bool capital = w[0] >= 'A' && w[0] <= 'Z';
+                return quoted || (capital && w.data() != text.data()) || inName(w) ? known(w)
+                                                                                   : std::string(w);
+            });
+            i = stop;
+        }
+        return out;
+    }
+
+    // Text typed into a field: its words the page shows, replaced.
+    std::string typed(std::string_view text) const {
+        return words(text, [&](std::string_view w) { return known(w); });
+    }
+
+private:
+    static bool isLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+    static std::string lower(std::string_view word) {
+        std::string out(word);
+        for (char& c : out)
+            if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+        return out;
+    }
+
+    // `invented` with `like`'s case: all capitals, a capital first, or none.
+    static std::string withCase(std::string invented, std::string_view like) {
+        const bool upper = like.size() > 1 && std::all_of(like.begin(), like.end(), [](char c) {
+                               return c >= 'A' && c <= 'Z';
+                           });
+        for (std::size_t i = 0; i < invented.size(); ++i)
+            if (upper || (i == 0 && like[0] >= 'A' && like[0] <= 'Z'))
+                invented[i] = char(invented[i] - 'a' + 'A');
+        return invented;
+    }
+
+    // Calls `replace` on every run of ASCII letters in `text`.
+    template <class Replace>
+    static std::string words(std::string_view text, Replace replace) {
+        std::string out;
+        for (std::size_t i = 0; i < text.size();) {
+            if (!isLetter(text[i])) {
+                out += text[i++];
+                continue;
+            }
+            std::size_t end = i;
+            while (end < text.size() && isLetter(text[end]))
+                ++end;
+            out += replace(text.substr(i, end - i));
+            i = end;
+        }
+        return out;
+    }
+
+    // A page word: invented the first time it is seen.
+    std::string learn(std::string_view word) {
+        const std::string key = lower(word);
+        if (word.size() < 3 || key == "enter" || key == "escape") return std::string(word);
+        auto found = m_words.find(key);
+        if (found == m_words.end()) {
+            const int syllables = std::clamp(int(word.size() + 1) / 3, 1, 4);
+            found = m_words.emplace(key, inventedWord(m_random, syllables, syllables)).first;
+        }
+        return withCase(found->second, word);
+    }
+
+    // A word the page showed, replaced; any other word as it was.
+    std::string known(std::string_view word) const {
+        const auto found = m_words.find(lower(word));
+        return found == m_words.end() ? std::string(word) : withCase(found->second, word);
+    }
+
+    SplitMix64& m_random;
+    std::map<std::string, std::string> m_words;  // lower case -> invented
+};
 
 Look drawLook(SplitMix64& random) {
     Look look;
@@ -1123,6 +1272,20 @@ SyntheticTask generateTask(Split split, std::uint64_t seed, int index, TaskOptio
     SplitMix64* typed = options.typed == TypedText::Invented ? &invented : nullptr;
     Builder builder{random, task, typed, drawLook(random), {}, {}, false, 1};
     t.build(builder);
+    if (options.inventedLabels) {
+        // A stream of its own again: the page's layout and the typed text stay as they were.
+        SplitMix64 labels(seed ^ (salt << 8) ^
+                          (0xBF58476D1CE4E5B9ull * (std::uint64_t(index) + 1)));
+        Relabeller relabel(labels);
+        builder.title = relabel.page(builder.title);
+        builder.body = relabel.page(builder.body);
+        task.instruction = relabel.instruction(task.instruction);
+        for (TaskGoal& goal : task.goals) {
+            if (goal.act != TaskGoal::Act::Type) continue;
+            goal.text = relabel.typed(goal.text);
+            task.expectedValues[goal.target] = goal.text;
+        }
+    }
     task.html = document(builder);
     return task;
 }

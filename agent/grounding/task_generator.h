@@ -74,6 +74,11 @@ struct TaskOptions {
     // The training family's 8 templates, or those and 3 more (form/contact, list/todo,
     // nav/tabs): more kinds of page for a model to generalise from. Held-out tasks never change.
     bool moreTemplates = false;
+    // Every word of three letters or more that the page shows is replaced, on the page and in
+    // the instruction alike, by a made-up one of about its length (a stream of its own, so the
+    // layout is the same): labels no data set repeats, which a model can only match by reading
+    // them letter by letter. Key names (Enter, Escape) stay.
+    bool inventedLabels = false;
 };
 
 // Task `index` of the split: depends only on (split, seed, index, options). Screens: 1280x800

@@ -1,5 +1,6 @@
 // iris models data --split train|heldout [--seed S] [--count N] [--first N] [--max-pixels P]
-//                  [--invented-text] [--more-templates] --out DIR [--osworld]
+//                  [--invented-text] [--invented-labels] [--more-templates] --out DIR
+//                  [--osworld]
 // Synthetic training and evaluation data for a small computer-use model: seeded template pages
 // played step by step in Iris's offscreen browser (app/session/grounding_data.h).
 #include <algorithm>
@@ -44,6 +45,10 @@ const std::vector<OptionSpec>& dataOptions() {
          "make up the text tasks ask to type (names, words, addresses, file names) instead of "
          "drawing it from the generator's word lists, so that a model learns to copy it from "
          "the instruction; the pages stay the same"},
+        {"invented-labels", "", false,
+         "replace every word the pages show (labels, headings, field names) by a made-up one, "
+         "in the instruction too, so that a model learns to match labels letter by letter "
+         "instead of memorising the generator's few dozen; the layouts stay the same"},
         {"more-templates", "", false,
          "train split: 11 templates instead of 8 (adds form/contact, list/todo, nav/tabs), "
          "more kinds of page to generalise from; the heldout split is the same either way"},
@@ -103,6 +108,7 @@ Result<GroundingDataSummary> writeInParts(const GroundingDataOptions& options, i
         if (options.osworld) arguments << QStringLiteral("--osworld");
         if (options.tasks.typed == gr::TypedText::Invented)
             arguments << QStringLiteral("--invented-text");
+        if (options.tasks.inventedLabels) arguments << QStringLiteral("--invented-labels");
         if (options.tasks.moreTemplates) arguments << QStringLiteral("--more-templates");
         if (options.messages) arguments << QStringLiteral("--messages");
         auto child = std::make_unique<QProcess>();
@@ -171,6 +177,7 @@ int runModelsData(int argc, char** argv) {
     options.messages = args->has("messages");
     if (args->has("invented-text")) options.tasks.typed = gr::TypedText::Invented;
     options.tasks.moreTemplates = args->has("more-templates");
+    options.tasks.inventedLabels = args->has("invented-labels");
 
     std::unique_ptr<QApplication> application = makeBrowserApplication(argc, argv);
     std::atomic<bool> stop{false};

@@ -262,6 +262,7 @@ json datasetJson(const GroundingDataOptions& options, const GroundingDataSummary
             {"max_pixels", options.maxPixels},
             {"typed_text", typed},
             {"more_templates", options.tasks.moreTemplates},
+            {"invented_labels", options.tasks.inventedLabels},
             {"action_format", "uitars"},
             {"messages", options.messages},
             {"coordinates",

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -154,6 +155,82 @@ TEST(SyntheticTasks, InventedTextChangesOnlyWhatIsTyped) {
     EXPECT_GT(changed, 150);
     EXPECT_LT(listed.size(), 80u);
     EXPECT_GE(invented.size() * 100, std::size_t(trainChanged) * 95);
+}
+
+// The markup without its text: every tag and script, in order.
+std::string tagsOf(const std::string& html) {
+    std::string tags;
+    for (std::size_t i = html.find('<'); i != std::string::npos; i = html.find('<', i + 1)) {
+        const bool script = html.compare(i, 7, "<script") == 0;
+        const std::size_t end = script ? html.find("</script>", i) : html.find('>', i);
+        tags += html.substr(i, end - i + 1);
+        if (script) i = end;
+    }
+    return tags;
+}
+
+// The strings an instruction quotes ("Click 'Save' on the 'Files' card" -> Save, Files).
+std::vector<std::string> quotedIn(const std::string& instruction) {
+    std::vector<std::string> out;
+    for (std::size_t open = instruction.find(" '"); open != std::string::npos;
+         open = instruction.find(" '", open + 1)) {
+        const std::size_t close = instruction.find("'", open + 2);
+        if (close == std::string::npos) break;
+        out.push_back(instruction.substr(open + 2, close - open - 2));
+        open = close;
+    }
+    return out;
+}
+
+// Invented labels change the words and nothing else: the same markup, controls, goals and facts;
+// the page's words replaced (consistently: a label the instruction quotes is still on the page,
+// now in its new spelling), typed text that the page shows replaced alike, key names kept.
+TEST(SyntheticTasks, InventedLabelsChangeOnlyTheWords) {
+    int pages = 0, relabelled = 0, quotedOnPage = 0;
+    std::set<std::string> labels;
+    for (Split split : {Split::Train, Split::HeldOut}) {
+        for (int i = 0; i < 300; ++i) {
+            const SyntheticTask a = generateTask(split, 4, i, {.moreTemplates = true});
+            const SyntheticTask b =
+                generateTask(split, 4, i, {.moreTemplates = true, .inventedLabels = true});
+            ASSERT_EQ(tagsOf(a.html), tagsOf(b.html)) << a.id;
+            ASSERT_EQ(a.goals.size(), b.goals.size()) << a.id;
+            EXPECT_EQ(a.expectedFacts, b.expectedFacts) << a.id;
+            for (std::size_t g = 0; g < a.goals.size(); ++g) {
+                EXPECT_EQ(a.goals[g].act, b.goals[g].act) << a.id;
+                EXPECT_EQ(a.goals[g].target, b.goals[g].target) << a.id;
+                if (b.goals[g].act == TaskGoal::Act::Key) {
+                    EXPECT_EQ(a.goals[g].text, b.goals[g].text);
+                }
+                if (b.goals[g].act == TaskGoal::Act::Type) {
+                    EXPECT_EQ(b.expectedValues.at(b.goals[g].target), b.goals[g].text) << a.id;
+                }
+            }
+            ++pages;
+            relabelled += a.html != b.html;
+            for (const char* key : {"Enter", "Escape"})
+                EXPECT_EQ(a.instruction.find(key) != std::string::npos,
+                          b.instruction.find(key) != std::string::npos)
+                    << a.instruction << " / " << b.instruction;
+            const std::vector<std::string> was = quotedIn(a.instruction),
+                                           now = quotedIn(b.instruction);
+            ASSERT_EQ(was.size(), now.size()) << a.instruction << " / " << b.instruction;
+            for (std::size_t q = 0; q < was.size(); ++q) {
+                if (a.html.find(">" + was[q] + "<") == std::string::npos) continue;
+                EXPECT_NE(b.html.find(">" + now[q] + "<"), std::string::npos)
+                    << b.id << ": '" << now[q] << "' (was '" << was[q] << "') not on the page";
+                if (was[q].size() >= 3) {
+                    EXPECT_NE(was[q], now[q]) << a.id;
+                }
+                ++quotedOnPage;
+                labels.insert(now[q]);
+            }
+        }
+    }
+    EXPECT_EQ(relabelled, pages);
+    EXPECT_GT(quotedOnPage, 150);
+    // Labels that repeat rarely: the word lists give the training family a few dozen.
+    EXPECT_GT(labels.size() * 10, std::size_t(quotedOnPage) * 8);
 }
 
 TEST(TaskOracle, ClicksTheBoxCentreInTheResizedImage) {

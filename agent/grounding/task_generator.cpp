@@ -193,12 +193,12 @@ public:
         std::size_t i = 0;
         while (i < html.size()) {
             if (html[i] == '<') {
-                const bool raw =
-                    html.compare(i, 7, "<script") == 0 || html.compare(i, 6, "<style") == 0;
-                const std::size_t end =
-                    raw ? html.find(html[i + 2] == 'c' ? "</script>" : "</style>", i)
-                        : html.find('>', i);
-                const std::size_t stop = end == std::string_view::npos ? html.size() : end + 1;
+                const std::string_view close = html.compare(i, 7, "<script") == 0  ? "</script>"
+                                               : html.compare(i, 6, "<style") == 0 ? "</style>"
+                                                                                   : ">";
+                const std::size_t end = html.find(close, i);
+                const std::size_t stop =
+                    end == std::string_view::npos ? html.size() : end + close.size();
                 out += html.substr(i, stop - i);
                 i = stop;
             } else if (html[i] == '&') {

@@ -5,7 +5,7 @@ forward pass a step), so it suits a dataset's training and held-out steps alike
 (docs/tiny-model.md, section 6).
 
     /usr/bin/python3 scripts/training/answer_errors.py --checkpoint RUN/checkpoint.pt \\
-        --data DATASET_DIR [--count 80] [--seed 0] [--kind type] [--read-layer 0]
+        --data DATASET_DIR [--count 80] [--seed 0] [--kind type] [--read-layer -1] [--mask-layer 2]
 
 With --read-layer and data whose pages' words were measured (generator version 2), it also says
 how well that decoder layer's image tokens read the words they show (train.py --read); with

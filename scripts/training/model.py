@@ -240,8 +240,9 @@ class Decoder(torch.nn.Module):
                 keep_kv=False):
         """x: input vectors [tokens, hidden] (token embeddings or image rows); causal. Logits of
         every token, or of the rows `logits_at` (an index tensor) only. With `hidden_after` (a
-        layer index, or -1 for the decoder's input), returns (logits, that layer's output) for training-only auxiliary losses;
-        with a tuple of layer indices, (logits, a tuple of their outputs).
+        layer index, or -1 for the decoder's input), returns (logits, that layer's output) for
+        training-only auxiliary losses; with a tuple of layer indices, (logits, a tuple of their
+        outputs).
 
         `past`: the keys and values (per layer, [kv_heads, P, head] after RoPE) of P tokens
         that come before `x`, which every row of `x` sees; `positions` are then x's own. With

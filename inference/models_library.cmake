@@ -12,6 +12,7 @@ add_library(iris_inference_models STATIC
     ${_iris_inference_dir}/kv_cache.cpp
     ${_iris_inference_dir}/thread_pool.cpp
     ${_iris_inference_dir}/backend/cpu_backend.cpp
+    ${_iris_inference_dir}/backend/cpu_sparse_attention.cpp
     ${_iris_inference_dir}/backend/cuda_backend.cpp
     ${_iris_inference_dir}/backend/device.cpp
     ${_iris_inference_dir}/backend/step_plan.cpp
@@ -27,7 +28,6 @@ add_library(iris_inference_models STATIC
     ${_iris_inference_dir}/models/qwen2vl.cpp
     ${_iris_inference_dir}/models/qwen3.cpp
     ${_iris_inference_dir}/models/minimax_m3.cpp
-    ${_iris_inference_dir}/models/minimax_m3_ffn.cpp
     ${_iris_inference_dir}/models/minimax_m3_model.cpp)
 iris_target_defaults(iris_inference_models)
 target_link_libraries(iris_inference_models PUBLIC iris_base iris_kernels)

@@ -17,12 +17,13 @@
 // Errors of the operations themselves (a failed launch) are kept by the backend and returned by
 // finish(), so that the model's code reads as the math it computes.
 //
-// Room left for the rest of the engine: MiniMax-M3's sparse attention, MoE and the vision towers
-// still call the CPU parts directly (minimax_m3_model.cpp, vision/); they get operations here
-// (block scores and selection, routed expert products) when their CUDA paths are wired.
+// MiniMax-M3 (models/minimax_m3_model.cpp) adds its sparse attention and mixture of experts as
+// operations of the same interface; the vision towers still run on the CPU and hand their
+// embeddings over with the batch.
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "inference/kv_cache.h"
 #include "inference/models/gated_ffn.h"
 #include "inference/models/linear.h"
+#include "inference/models/mixture_of_experts.h"
 #include "inference/models/model.h"
 #include "inference/thread_pool.h"
 
@@ -38,7 +40,21 @@ namespace iris::inference {
 
 // The activation buffers a decoder layer uses; each is a separate allocation that keeps its
 // capacity between forward passes.
-enum class Activations { X, Norm, Q, K, V, Attention, Gate, Up, Count };
+enum class Activations { X, Norm, Q, K, V, Attention, Gate, Up, IndexQ, IndexK, Out, Count };
+
+// MiniMax sparse attention's choice (docs/minimax-m3.md section 3): an index query per KV group
+// scores the cached index keys, the scores are max-pooled over selection blocks of `blockSize`
+// tokens, and the group's query heads attend to the topK best blocks, the last `localBlocks`
+// (the query's own block included) always among them.
+struct SparseAttention {
+    int indexDim = 0;
+    int topK = 0;
+    int blockSize = 0;
+    int localBlocks = 1;
+};
+
+// The selection blocks each batch token's KV groups attended to ([token][group], ascending).
+using BlockChoices = std::vector<std::vector<std::vector<std::int32_t>>>;
 
 class DecoderBackend {
 public:
@@ -61,6 +77,8 @@ public:
     virtual Status adoptVector(const float*& v, std::int64_t n) = 0;
     // The token embedding table ({width, rows} of any computable type).
     virtual Status adoptEmbedding(const GgufTensor& table, std::int64_t width) = 0;
+    // A mixture-of-experts layer: its router, the router's bias and the three expert stacks.
+    virtual Status adoptExperts(ExpertLayer& layer) = 0;
     // Called after every weight was adopted: CUDA sizes its scratch for the largest product.
     virtual Status finishLoading() { return {}; }
 
@@ -86,19 +104,39 @@ public:
                         std::int64_t rows) = 0;
     // NEOX rotary embedding (M-RoPE angles included) on x (tokens x heads x headDim).
     virtual void rope(float* x, int heads, int headDim) = 0;
-    // Stores the batch's K and V (tokens x kvHeads * headDim) in their slots of `layer`.
-    virtual void writeKv(int layer, const float* k, const float* v) = 0;
+    // Stores the batch's K and V (tokens x kvHeads * headDim) in their slots of `layer`, and
+    // its MSA index keys (tokens x indexerDim) when indexKeys is not null.
+    virtual void writeKv(int layer, const float* k, const float* v, const float* indexKeys) = 0;
     // Causal paged attention of q (tokens x heads x headDim) over `layer`; out like q.
     virtual void attend(int layer, const float* q, int heads, float* out) = 0;
+    // MiniMax sparse attention of q over `layer`: the index queries (tokens x kvHeads x
+    // msa.indexDim) choose each token's blocks among the index keys writeKv stored, then the
+    // heads attend to those only; out like q. `chosen` (host, may be null) receives the choice.
+    virtual void attendSparse(int layer, const float* q, const float* indexQ, int heads,
+                              const SparseAttention& msa, float* out, BlockChoices* chosen) = 0;
     // gate = act(gate, up) element-wise over n values.
     virtual void gatedActivation(GateActivation kind, float* gate, const float* up,
                                  std::int64_t n) = 0;
     // x += y over n values.
     virtual void addResidual(float* x, const float* y, std::int64_t n) = 0;
+    // x = 0 over n values.
+    virtual void zero(float* x, std::int64_t n) = 0;
+    // y (rows x hidden) += the routed experts' gated FFNs of x (rows x hidden), weighed by the
+    // routing. experts/weights (host, rows x routing.used, may be null) receive the routing.
+    virtual void mixtureOfExperts(const ExpertLayer& layer, const ExpertRouting& routing,
+                                  GateActivation activation, const float* x, std::int64_t rows,
+                                  float* y, int* experts, float* weights) = 0;
+    // Copies n floats of an activation to the host (traces and tests; CUDA waits for them).
+    virtual void download(const float* from, std::int64_t n, float* to) = 0;
     // Appends the vocabulary logits of every token with wantLogits (final RMSNorm `norm`, then
     // `output`) to the host vector `logits`; returns the first error of the pass.
     virtual Status finish(const float* x, const float* norm, float eps, const Linear& output,
                           std::vector<float>& logits) = 0;
 };
+
+// The backend `where` names for a model of `config`: the CPU's, or CUDA's (Unsupported naming
+// the reason when it cannot run this model; backend/cuda_backend.h).
+Result<std::unique_ptr<DecoderBackend>> makeBackend(const ModelConfig& config,
+                                                    const ModelBackend& where);
 
 }  // namespace iris::inference

@@ -29,7 +29,10 @@ Result<std::unique_ptr<DecoderBackend>> makeCudaBackend(const ModelConfig&, cons
 #include "kernels/cuda/kv_store.cuh"
 #include "kernels/cuda/matmul_decode.cuh"
 #include "kernels/cuda/matmul_prefill.cuh"
+#include "kernels/cuda/moe.cuh"
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/sparse_select.cuh"
+#include "kernels/sparse_attention.h"
 
 namespace iris::inference {
 namespace {
@@ -134,6 +137,7 @@ public:
     Status adoptLinear(Linear& w) override;
     Status adoptVector(const float*& v, std::int64_t n) override;
     Status adoptEmbedding(const GgufTensor& table, std::int64_t width) override;
+    Status adoptExperts(ExpertLayer& layer) override;
     Status finishLoading() override;
     Status bindCache(KvCache& cache) override;
 
@@ -153,8 +157,10 @@ public:
                            stepArray<float>(m_layout.sin), m_stream),
               "rope");
     }
-    void writeKv(int layer, const float* k, const float* v) override;
+    void writeKv(int layer, const float* k, const float* v, const float* indexKeys) override;
     void attend(int layer, const float* q, int heads, float* out) override;
+    void attendSparse(int layer, const float* q, const float* indexQ, int heads,
+                      const SparseAttention& msa, float* out, BlockChoices* chosen) override;
     void gatedActivation(GateActivation kind, float* gate, const float* up,
                          std::int64_t n) override {
         const kc::Activation a =
@@ -163,6 +169,18 @@ public:
     }
     void addResidual(float* x, const float* y, std::int64_t n) override {
         check(kc::addInPlace(x, y, n, m_stream), "residual add");
+    }
+    void zero(float* x, std::int64_t n) override {
+        check(cudaMemsetAsync(x, 0, std::size_t(n) * sizeof(float), m_stream), "zero fill");
+    }
+    void mixtureOfExperts(const ExpertLayer& layer, const ExpertRouting& routing,
+                          GateActivation activation, const float* x, std::int64_t rows, float* y,
+                          int* experts, float* weights) override;
+    void download(const float* from, std::int64_t n, float* to) override {
+        check(cudaMemcpyAsync(to, from, std::size_t(n) * sizeof(float), cudaMemcpyDeviceToHost,
+                              m_stream),
+              "download");
+        check(cudaStreamSynchronize(m_stream), "download");
     }
     Status finish(const float* x, const float* norm, float eps, const Linear& output,
                   std::vector<float>& logits) override;
@@ -182,6 +200,13 @@ private:
         return Status::internal(name() + ": " + what + ": " + cudaGetErrorString(error));
     }
     Result<void*> upload(const void* host, std::int64_t bytes, const char* what);
+    Status adoptStack(ExpertStack& stack);
+    // A buffer used only within one operation: grown (waiting for the stream) when too small.
+    template <class T>
+    T* within(DeviceBuffer& buffer, std::int64_t bytes, const char* what) {
+        check(buffer.reserve(std::max<std::int64_t>(bytes, 256), m_stream), what);
+        return buffer.bytes() >= bytes ? buffer.as<T>() : nullptr;
+    }
     Status prepareStep(std::span<const TokenInput> batch, KvCache& cache);
     Status reserveScratch(std::int64_t tokens, std::int64_t attentionBytes, std::int64_t logitRows);
     template <class T>
@@ -192,6 +217,27 @@ private:
     void* poolLayer(int layer, bool value) const {
         return m_pool.as<std::byte>() +
                (2 * std::int64_t(layer) + (value ? 1 : 0)) * kvLayerBytes();
+    }
+    // `layer`'s K and V in the device pool, read through `tables`.
+    kernels::PagedKv pagedKv(int layer, const std::int32_t* tables) const {
+        return {poolLayer(layer, false),
+                poolLayer(layer, true),
+                tables,
+                m_kv.blockSize,
+                m_kv.kvHeads,
+                m_kv.headDim,
+                m_kv.type};
+    }
+    // MSA index keys: f32, [block][row][indexerDim] per layer from indexerFirstLayer on.
+    std::int64_t indexLayerBytes() const {
+        return m_kv.blocks * m_kv.blockSize * std::int64_t(m_kv.indexerDim) * 4;
+    }
+    float* indexLayer(int layer) const {
+        return reinterpret_cast<float*>(m_indexKeys.as<std::byte>() +
+                                        (layer - m_kv.indexerFirstLayer) * indexLayerBytes());
+    }
+    int indexedLayers() const {
+        return m_kv.indexerDim > 0 ? m_kv.layers - m_kv.indexerFirstLayer : 0;
     }
 
     ModelConfig m_config;
@@ -208,16 +254,31 @@ private:
     kernels::TensorType m_embeddingType = kernels::TensorType::F32;
     const void* m_embedding = nullptr;
     std::int64_t m_decodeBytes = 0;  // the largest product's decode scratch
+    // The widest input of a product back to the hidden size: an FFN's (or expert's) width,
+    // which the Gate and Up buffers hold per token.
+    std::int64_t m_ffnWidth = 0;
 
     // The KV pool for the bound cache: per layer K then V, KvCache's layout.
     KvCache* m_cache = nullptr;
     KvCacheOptions m_kv;
-    DeviceBuffer m_pool;
+    DeviceBuffer m_pool, m_indexKeys;
 
     // Activations and the step's scratch.
     std::array<DeviceBuffer, std::size_t(Activations::Count)> m_buffers;
     std::int64_t m_capacityTokens = 0;
     DeviceBuffer m_decodeScratch, m_attentionScratch, m_logits, m_selected;
+    // Scratch of the MSA and MoE operations, grown on first use of a larger batch.
+    DeviceBuffer m_sparse, m_sparseScratch, m_moe, m_groupedScratch;
+    // One launch of the sparse attention's kernels: tokens [first, first + tokens), whose
+    // tables are at table + i * stride, the longest attending to maxLength positions.
+    struct SparseLaunch {
+        std::int64_t first, tokens;
+        const std::int32_t* table;
+        std::ptrdiff_t stride;
+        std::int64_t maxLength;
+    };
+    std::vector<SparseLaunch> m_launches;
+    std::vector<std::int32_t> m_hostChoice;  // downloaded choices for a trace
     PinnedBuffer m_stepHost;
     DeviceBuffer m_stepDevice;
     StepLayout m_layout;
@@ -296,6 +357,34 @@ Status CudaBackend::adoptLinear(Linear& w) {
     }
     m_decodeBytes =
         std::max(m_decodeBytes, kc::decodeScratchBytes(w.type, kc::kMaxDecodeRows, w.in));
+    if (w.out == m_config.hiddenSize) m_ffnWidth = std::max(m_ffnWidth, w.in);
+    return {};
+}
+
+Status CudaBackend::adoptStack(ExpertStack& stack) {
+    if (!kc::decodeSupports(stack.type) || stack.in % 32 != 0) {
+        return Status::unsupported(
+            name() + ": experts of type " + std::string(kernels::tensorTypeInfo(stack.type).name) +
+            " over " + std::to_string(stack.in) + " inputs have no CUDA product; use --device cpu");
+    }
+    Result<void*> data = upload(stack.data, stack.bytes(), "an expert stack");
+    if (!data) return data.status();
+    stack.data = *data;
+    return {};
+}
+
+Status CudaBackend::adoptExperts(ExpertLayer& layer) {
+    if (layer.router.out > kc::kMaxExperts) {
+        return Status::unsupported(name() + ": " + std::to_string(layer.router.out) +
+                                   " experts; the CUDA routing takes " +
+                                   std::to_string(kc::kMaxExperts) + " at most; use --device cpu");
+    }
+    IRIS_RETURN_IF_ERROR(adoptLinear(layer.router));
+    if (layer.routerBias != nullptr)
+        IRIS_RETURN_IF_ERROR(adoptVector(layer.routerBias, layer.router.out));
+    for (ExpertStack* stack : {&layer.gate, &layer.up, &layer.down})
+        IRIS_RETURN_IF_ERROR(adoptStack(*stack));
+    m_ffnWidth = std::max(m_ffnWidth, layer.down.in);
     return {};
 }
 
@@ -347,8 +436,11 @@ Status CudaBackend::bindCache(KvCache& cache) {
         return fail(e, "cannot use the device");
     m_cache = nullptr;
     m_kv = cache.options();
-    const std::int64_t bytes = 2 * std::int64_t(m_kv.layers) * kvLayerBytes();
-    if (m_pool.reserve(bytes, m_stream) != cudaSuccess) {
+    const std::int64_t bytes =
+        2 * std::int64_t(m_kv.layers) * kvLayerBytes() + indexedLayers() * indexLayerBytes();
+    if (m_pool.reserve(2 * std::int64_t(m_kv.layers) * kvLayerBytes(), m_stream) != cudaSuccess ||
+        m_indexKeys.reserve(std::max<std::int64_t>(indexedLayers() * indexLayerBytes(), 256),
+                            m_stream) != cudaSuccess) {
         std::size_t free = 0, total = 0;
         cudaMemGetInfo(&free, &total);
         return Status::outOfRange(name() + ": the KV cache needs " + mib(bytes) + " but only " +
@@ -372,6 +464,13 @@ void CudaBackend::copyBlock(std::int32_t from, std::int32_t to) {
                   "KV copy on write");
         }
     }
+    const std::int64_t keys = indexLayerBytes() / m_kv.blocks;
+    for (int layer = m_kv.layers - indexedLayers(); layer < m_kv.layers; ++layer) {
+        auto* base = reinterpret_cast<std::byte*>(indexLayer(layer));
+        check(cudaMemcpyAsync(base + to * keys, base + from * keys, std::size_t(keys),
+                              cudaMemcpyDeviceToDevice, m_stream),
+              "index key copy on write");
+    }
 }
 
 void CudaBackend::blockFilled(std::int32_t blockId) {
@@ -388,25 +487,39 @@ void CudaBackend::blockFilled(std::int32_t blockId) {
                   "KV block upload");
         }
     }
+    const std::int64_t keys = indexLayerBytes() / m_kv.blocks;
+    for (int layer = m_kv.layers - indexedLayers(); layer < m_kv.layers; ++layer) {
+        const auto* host = reinterpret_cast<const std::byte*>(m_cache->indexKeys(layer));
+        auto* base = reinterpret_cast<std::byte*>(indexLayer(layer));
+        check(cudaMemcpy(base + blockId * keys, host + blockId * keys, std::size_t(keys),
+                         cudaMemcpyHostToDevice),
+              "index key block upload");
+    }
 }
 
 Status CudaBackend::reserveScratch(std::int64_t tokens, std::int64_t attentionBytes,
                                    std::int64_t logitRows) {
     const ModelConfig& c = m_config;
     const std::int64_t f = sizeof(float);
+    const std::int64_t ffn = std::max(c.ffnSize, m_ffnWidth);
     const std::int64_t sizes[] = {tokens * c.hiddenSize,
                                   tokens * c.hiddenSize,  // X, Norm
                                   tokens * c.heads * c.headDim,
                                   tokens * c.kvHeads * c.headDim,  // Q, K
                                   tokens * c.kvHeads * c.headDim,
                                   tokens * c.heads * c.headDim,  // V, Attention
-                                  tokens * c.ffnSize,
-                                  tokens * c.ffnSize};  // Gate, Up
+                                  tokens * ffn,
+                                  tokens * ffn,  // Gate, Up
+                                  tokens * c.kvHeads * c.indexerDim,
+                                  tokens * c.indexerDim,   // IndexQ, IndexK
+                                  tokens * c.hiddenSize};  // Out
     static_assert(std::size(sizes) == std::size_t(Activations::Count));
     std::int64_t total = 0;
     for (std::size_t i = 0; i < std::size(sizes); ++i) {
         total += sizes[i] * f;
-        if (const cudaError_t e = m_buffers[i].reserve(sizes[i] * f, m_stream); e != cudaSuccess)
+        if (const cudaError_t e =
+                m_buffers[i].reserve(std::max<std::int64_t>(sizes[i] * f, 256), m_stream);
+            e != cudaSuccess)
             return fail(e, "allocating activations for " + std::to_string(tokens) + " tokens (" +
                                mib(total) + ")");
     }
@@ -551,24 +664,24 @@ void CudaBackend::linear(std::initializer_list<LinearRunner::Target> targets, co
     }
 }
 
-void CudaBackend::writeKv(int layer, const float* k, const float* v) {
+void CudaBackend::writeKv(int layer, const float* k, const float* v, const float* indexKeys) {
     check(kc::storeKvRows(k, v, m_tokens, std::int64_t(m_kv.kvHeads) * m_kv.headDim,
                           stepArray<std::int64_t>(m_layout.kvRows), m_kv.type,
                           poolLayer(layer, false), poolLayer(layer, true), m_stream),
           "KV store");
+    if (indexKeys != nullptr) {  // K only, kept f32 as the CPU keeps them
+        check(kc::storeKvRows(indexKeys, nullptr, m_tokens, m_kv.indexerDim,
+                              stepArray<std::int64_t>(m_layout.kvRows), kernels::TensorType::F32,
+                              indexLayer(layer), nullptr, m_stream),
+              "index key store");
+    }
 }
 
 void CudaBackend::attend(int layer, const float* q, int heads, float* out) {
     const float scale = 1.0f / std::sqrt(float(m_kv.headDim));
     const std::int32_t* tables = stepArray<std::int32_t>(m_layout.tables);
     const std::int32_t* lengths = stepArray<std::int32_t>(m_layout.lengths);
-    kernels::PagedKv kv{poolLayer(layer, false),
-                        poolLayer(layer, true),
-                        tables,
-                        m_kv.blockSize,
-                        m_kv.kvHeads,
-                        m_kv.headDim,
-                        m_kv.type};
+    kernels::PagedKv kv = pagedKv(layer, tables);
     if (m_plan.decode) {  // one token per sequence: one launch, run r's table at r * stride
         check(kc::attendDecode(q, int(m_tokens), heads, kv, m_plan.tableStride, lengths,
                                m_plan.maxLength, scale, out, m_attentionScratch.get(), m_stream),
@@ -584,6 +697,129 @@ void CudaBackend::attend(int layer, const float* q, int heads, float* out) {
                                 m_attentionScratch.get(), m_stream),
               "prefill attention");
     }
+}
+
+// Decode: one launch of each kernel for the whole batch (sequence s's table at s * stride).
+// Prefill: each run of one sequence's tokens is a batch of its own whose "sequences" are its
+// tokens, all reading the run's one table (stride 0) to their own lengths.
+void CudaBackend::attendSparse(int layer, const float* q, const float* indexQ, int heads,
+                               const SparseAttention& msa, float* out, BlockChoices* chosen) {
+    const int G = m_kv.kvHeads, topK = std::max(msa.topK, 1), S = msa.blockSize;
+    const float scale = 1.0f / std::sqrt(float(m_kv.headDim));
+    const std::int32_t* tables = stepArray<std::int32_t>(m_layout.tables);
+    const std::int32_t* lengths = stepArray<std::int32_t>(m_layout.lengths);
+    std::vector<SparseLaunch>& launches = m_launches;  // kept: no allocation per step
+    launches.clear();
+    if (m_plan.decode) {
+        launches.push_back({0, m_tokens, tables, m_plan.tableStride, m_plan.maxLength});
+    } else {
+        for (std::size_t r = 0; r < m_plan.runs.size(); ++r) {
+            const StepRun& run = m_plan.runs[r];
+            launches.push_back({run.first, run.tokens,
+                                tables + std::int64_t(r) * m_plan.tableStride, 0, run.maxLength});
+        }
+    }
+    // Per token and group: the block scores (the longest range's blocks), the choice, its count.
+    std::int64_t maxBlocks = 0, maxTokens = 0;
+    for (const SparseLaunch& l : launches) {
+        maxBlocks = std::max(maxBlocks, kernels::selectionBlocks(l.maxLength, S));
+        maxTokens = std::max(maxTokens, l.tokens);
+    }
+    const std::int64_t rows = m_tokens * G, scoresBytes = rows * maxBlocks * 4,
+                       selectedBytes = rows * topK * 4;
+    std::byte* space = within<std::byte>(m_sparse, scoresBytes + selectedBytes + rows * 4,
+                                         "sparse attention scratch");
+    const std::int64_t scratchBytes =
+        std::max(kc::selectTopBlocksScratchBytes(int(maxTokens * G), int(maxBlocks), topK),
+                 kc::attendSelectedScratchBytes(int(maxTokens), heads, m_kv.headDim, topK, S));
+    void* scratch = within<std::byte>(m_sparseScratch, scratchBytes, "sparse attention scratch");
+    if (space == nullptr || scratch == nullptr) return;
+    auto* scores = reinterpret_cast<float*>(space);
+    auto* selected = reinterpret_cast<std::int32_t*>(space + scoresBytes);
+    auto* counts = reinterpret_cast<std::int32_t*>(space + scoresBytes + selectedBytes);
+    const std::int64_t row = std::int64_t(heads) * m_kv.headDim;
+    for (const SparseLaunch& l : launches) {
+        const int seqs = int(l.tokens);
+        const int blocks = int(kernels::selectionBlocks(l.maxLength, S));
+        const kernels::PagedIndexKeys keys{indexLayer(layer), l.table, m_kv.blockSize,
+                                           msa.indexDim};
+        const kernels::PagedKv runKv = pagedKv(layer, l.table);
+        std::int32_t* runSelected = selected + l.first * G * topK;
+        std::int32_t* runCounts = counts + l.first * G;
+        check(kc::indexerBlockScores(indexQ + l.first * G * msa.indexDim, seqs, G, keys, l.stride,
+                                     lengths + l.first, S, blocks, scores, m_stream),
+              "indexer block scores");
+        check(kc::selectTopBlocks(scores, seqs, G, lengths + l.first, S, blocks, topK,
+                                  msa.localBlocks, runSelected, runCounts, scratch, m_stream),
+              "block selection");
+        check(kc::attendSelectedBlocks(q + l.first * row, seqs, heads, runKv, l.stride,
+                                       lengths + l.first, runSelected, runCounts, topK, S, scale,
+                                       out + l.first * row, scratch, m_stream),
+              "sparse attention");
+    }
+    if (chosen == nullptr) return;
+    m_hostChoice.resize(std::size_t(rows * (topK + 1)));
+    check(cudaMemcpyAsync(m_hostChoice.data(), selected, std::size_t(selectedBytes + rows * 4),
+                          cudaMemcpyDeviceToHost, m_stream),
+          "block choice download");
+    check(cudaStreamSynchronize(m_stream), "block choice download");
+    chosen->assign(std::size_t(m_tokens), std::vector<std::vector<std::int32_t>>(std::size_t(G)));
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int32_t* first = m_hostChoice.data() + r * topK;
+        const std::int32_t count = m_hostChoice[std::size_t(rows * topK + r)];
+        (*chosen)[std::size_t(r / G)][std::size_t(r % G)].assign(first, first + count);
+    }
+}
+
+// The router's product, the routing, then each (token, chosen expert) pair's gate and up
+// products, the activation and the down product over only the chosen experts' rows, and their
+// weighted sum added to y.
+void CudaBackend::mixtureOfExperts(const ExpertLayer& layer, const ExpertRouting& routing,
+                                   GateActivation activation, const float* x, std::int64_t rows,
+                                   float* y, int* experts, float* weights) {
+    const std::int64_t E = routing.experts, k = routing.used, F = layer.gate.out,
+                       D = layer.down.out, pairs = rows * k;
+    // Layout of the MoE scratch: logits, then ids, weights, gate/up rows and down rows.
+    const std::int64_t logitsBytes = rows * E * 4, idsBytes = pairs * 4, weightsBytes = pairs * 4,
+                       ffnBytes = pairs * F * 4, downBytes = pairs * D * 4;
+    std::byte* space = within<std::byte>(
+        m_moe, logitsBytes + idsBytes + weightsBytes + 2 * ffnBytes + downBytes, "expert scratch");
+    const std::int64_t groupedBytes =
+        std::max({kc::decodeScratchBytes(layer.gate.type, rows, layer.gate.in),
+                  kc::decodeScratchBytes(layer.up.type, rows, layer.up.in),
+                  kc::decodeScratchBytes(layer.down.type, pairs, layer.down.in)});
+    void* grouped = within<std::byte>(m_groupedScratch, groupedBytes, "expert product scratch");
+    if (space == nullptr || grouped == nullptr) return;
+    auto* logits = reinterpret_cast<float*>(space);
+    auto* ids = reinterpret_cast<std::int32_t*>(space + logitsBytes);
+    auto* routed = reinterpret_cast<float*>(space + logitsBytes + idsBytes);
+    auto* gate = reinterpret_cast<float*>(space + logitsBytes + idsBytes + weightsBytes);
+    float* up = gate + pairs * F;
+    float* down = up + pairs * F;
+    linear({{&layer.router, logits}}, x, rows);
+    check(kc::routeSigmoid(logits, rows, int(E), E, layer.routerBias, int(k),
+                           routing.normaliseWeights, routing.scale, ids, routed, m_stream),
+          "expert routing");
+    for (const auto& [stack, target] : {std::pair{&layer.gate, gate}, std::pair{&layer.up, up}}) {
+        check(kc::matmulDecodeGrouped(stack->type, stack->data, stack->experts, stack->out,
+                                      stack->in, x, stack->in, rows, ids, int(k), target,
+                                      stack->out, grouped, m_stream),
+              "expert product");
+    }
+    gatedActivation(activation, gate, up, pairs * F);
+    // Pair p's activation row goes to its own expert: one row per pair, ids in pair order.
+    check(kc::matmulDecodeGrouped(layer.down.type, layer.down.data, layer.down.experts, D, F, gate,
+                                  F, pairs, ids, 1, down, D, grouped, m_stream),
+          "expert product");
+    check(kc::addWeightedExperts(y, D, down, D, routed, rows, int(k), D, m_stream), "expert sum");
+    if (experts == nullptr || weights == nullptr) return;
+    static_assert(sizeof(int) == sizeof(std::int32_t));
+    check(cudaMemcpyAsync(experts, ids, std::size_t(idsBytes), cudaMemcpyDeviceToHost, m_stream),
+          "routing download");
+    check(cudaMemcpyAsync(weights, routed, std::size_t(weightsBytes), cudaMemcpyDeviceToHost,
+                          m_stream),
+          "routing download");
+    check(cudaStreamSynchronize(m_stream), "routing download");
 }
 
 Status CudaBackend::finish(const float* x, const float* norm, float eps, const Linear& output,
@@ -625,6 +861,13 @@ Result<std::unique_ptr<DecoderBackend>> makeCudaBackend(const ModelConfig& c,
         return Status::unsupported(device + ": head size " + std::to_string(c.headDim) +
                                    " is not a multiple of 32 up to 256, which the CUDA attention "
                                    "needs; use --device cpu");
+    }
+    if (c.indexerDim > 0 && (c.indexerDim % 32 != 0 || c.indexerDim > 256 || c.kvHeads > 16)) {
+        return Status::unsupported(device + ": sparse attention with index keys of " +
+                                   std::to_string(c.indexerDim) + " values and " +
+                                   std::to_string(c.kvHeads) +
+                                   " KV groups; the CUDA indexer takes multiples of 32 up to 256 "
+                                   "and 16 groups at most; use --device cpu");
     }
     if (c.heads / c.kvHeads > 16) {
         return Status::unsupported(device + ": " + std::to_string(c.heads / c.kvHeads) +

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "inference/backend/cpu_backend.h"
+#include "inference/backend/cuda_backend.h"
 #include "kernels/cuda_info.h"
 
 #if IRIS_HAVE_CUDA
@@ -76,7 +78,8 @@ CudaAvailability probeCuda(int index) {
 }
 
 bool cudaRunsArchitecture(std::string_view architecture) {
-    return architecture == "qwen2" || architecture == "qwen2vl" || architecture == "qwen3";
+    return architecture == "qwen2" || architecture == "qwen2vl" || architecture == "qwen3" ||
+           architecture == "minimax-m3";
 }
 
 Result<ResolvedDevice> resolveDevice(const DeviceChoice& choice, std::string_view architecture,
@@ -87,10 +90,10 @@ Result<ResolvedDevice> resolveDevice(const DeviceChoice& choice, std::string_vie
         if (!cuda.problem.empty())
             return Status::unsupported("--device " + deviceText(choice) + ": " + cuda.problem);
         if (!archOk) {
-            return Status::unsupported("--device " + deviceText(choice) + ": architecture '" +
-                                       std::string(architecture) +
-                                       "' has no CUDA path yet (qwen2, qwen2vl and qwen3 do); "
-                                       "use --device cpu");
+            return Status::unsupported(
+                "--device " + deviceText(choice) + ": architecture '" + std::string(architecture) +
+                "' has no CUDA path (qwen2, qwen2vl, qwen3 and minimax-m3 have one); "
+                "use --device cpu");
         }
         return ResolvedDevice{true, choice.index, {}};
     }
@@ -99,9 +102,15 @@ Result<ResolvedDevice> resolveDevice(const DeviceChoice& choice, std::string_vie
     if (!archOk) {
         return ResolvedDevice{false, 0,
                               "running on the CPU: architecture '" + std::string(architecture) +
-                                  "' has no CUDA path yet"};
+                                  "' has no CUDA path"};
     }
     return ResolvedDevice{true, choice.index, {}};
+}
+
+Result<std::unique_ptr<DecoderBackend>> makeBackend(const ModelConfig& config,
+                                                    const ModelBackend& where) {
+    if (where.cuda) return makeCudaBackend(config, where);
+    return makeCpuBackend();
 }
 
 }  // namespace iris::inference

@@ -36,7 +36,8 @@ struct ResolvedDevice {
     std::string note;  // auto fell back to the CPU: the one line that says why; else empty
 };
 
-// Architectures with a CUDA path (the dense Qwen2 family).
+// Architectures with a CUDA path (the Qwen2 family and MiniMax-M3; their vision towers run on
+// the CPU either way).
 bool cudaRunsArchitecture(std::string_view architecture);
 
 // Decides for `architecture` given what CUDA offers: Unsupported (naming the reason) when cuda

@@ -4,8 +4,6 @@
 #include <utility>
 
 #include "inference/backend/backend.h"
-#include "inference/backend/cpu_backend.h"
-#include "inference/backend/cuda_backend.h"
 #include "inference/models/model_parts.h"
 #include "inference/models/tensor_binder.h"
 #include "kernels/tensor_type.h"
@@ -42,11 +40,6 @@ private:
     std::unique_ptr<DecoderBackend> m_backend;
 };
 
-std::int64_t linearBytes(const Linear& w) {
-    return kernels::rowBytes(w.type, w.in) * w.out +
-           (w.bias != nullptr ? w.out * std::int64_t(sizeof(float)) : 0);
-}
-
 Status DecoderModel::adoptWeights() {
     DecoderBackend& b = *m_backend;
     const ModelConfig& c = m_config;
@@ -54,11 +47,11 @@ Status DecoderModel::adoptWeights() {
     const auto vectorBytes = [](std::int64_t n) { return n * std::int64_t(sizeof(float)); };
     std::int64_t bytes =
         kernels::rowBytes(table.type, c.hiddenSize) * c.vocabSize + vectorBytes(c.hiddenSize);
-    if (m_weights.output.data != table.data.data()) bytes += linearBytes(m_weights.output);
+    if (m_weights.output.data != table.data.data()) bytes += m_weights.output.bytes();
     for (const DecoderLayer& layer : m_weights.layers) {
         for (const Linear* w :
              {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
-            bytes += linearBytes(*w);
+            bytes += w->bytes();
         bytes += vectorBytes(2 * c.hiddenSize + (layer.qNorm != nullptr ? 2 * c.headDim : 0));
     }
     IRIS_RETURN_IF_ERROR(b.beginLoading(bytes));
@@ -94,7 +87,7 @@ void DecoderModel::attentionBlock(int li, std::int64_t T) {
     if (layer.kNorm != nullptr) b.rmsNorm(k, layer.kNorm, k, T * G, hd, c.rmsEps);
     b.rope(q, int(H), int(hd));
     b.rope(k, int(G), int(hd));
-    b.writeKv(li, k, v);
+    b.writeKv(li, k, v, nullptr);
     b.attend(li, q, int(H), attn);
     b.linear({{&layer.o, norm}}, attn, T);  // norm is free here: reuse it for the projection
     b.addResidual(x, norm, T * D);
@@ -243,16 +236,10 @@ Result<DecoderWeights> bindDecoderWeights(const GgufFile& file, const ModelConfi
 
 Result<std::unique_ptr<Model>> makeDecoderModel(ModelConfig config, DecoderWeights weights,
                                                 const ModelBackend& where) {
-    std::unique_ptr<DecoderBackend> backend;
-    if (where.cuda) {
-        Result<std::unique_ptr<DecoderBackend>> cuda = makeCudaBackend(config, where);
-        if (!cuda) return cuda.status();
-        backend = std::move(*cuda);
-    } else {
-        backend = makeCpuBackend();
-    }
+    Result<std::unique_ptr<DecoderBackend>> backend = makeBackend(config, where);
+    if (!backend) return backend.status();
     auto model =
-        std::make_unique<DecoderModel>(std::move(config), std::move(weights), std::move(backend));
+        std::make_unique<DecoderModel>(std::move(config), std::move(weights), std::move(*backend));
     IRIS_RETURN_IF_ERROR(model->adoptWeights());
     return std::unique_ptr<Model>(std::move(model));
 }

@@ -25,6 +25,11 @@ struct Linear {
     std::int64_t out = 0;
     const float* bias = nullptr;
     const void* packed = nullptr;
+    // What a backend holds of it: the rows and the bias.
+    std::int64_t bytes() const {
+        return kernels::rowBytes(type, in) * out +
+               (bias != nullptr ? out * std::int64_t(sizeof(float)) : 0);
+    }
 };
 
 // Whether `type` is a float type (f32, f16, bf16) rather than a quantised one.
@@ -42,6 +47,7 @@ struct ExpertStack {
     std::int64_t out = 0;
     std::int64_t experts = 0;
     Linear expert(std::int64_t e) const;
+    std::int64_t bytes() const { return kernels::rowBytes(type, in) * out * experts; }
 };
 
 // Products of activations with Linear weights. Not reentrant (one per model: it keeps the

@@ -229,18 +229,12 @@ Status bindWeights(const GgufFile& file, const ModelConfig& c, const m3::Hyper& 
 }  // namespace
 
 Result<std::unique_ptr<Model>> createMiniMaxM3(const GgufFile& file, const ModelBackend& backend) {
-    // The sparse attention, MoE and indexer have CUDA kernels but no backend path yet
-    // (docs/gpu-backend.md section 3); resolveDevice() keeps auto on the CPU for this model.
-    if (backend.cuda)
-        return Status::unsupported(file.name() +
-                                   ": architecture 'minimax-m3' has no CUDA path yet; use "
-                                   "--device cpu");
     ModelConfig config;
     m3::Hyper hyper;
     IRIS_RETURN_IF_ERROR(readHyper(file, config, hyper));
     m3::Weights weights;
     IRIS_RETURN_IF_ERROR(bindWeights(file, config, hyper, weights));
-    return m3::makeModel(std::move(config), hyper, std::move(weights));
+    return m3::makeModel(std::move(config), hyper, std::move(weights), backend);
 }
 
 }  // namespace iris::inference

@@ -4,21 +4,18 @@
 // attention and a dense swigluoai FFN, the others MiniMax Sparse Attention (MSA) and a sigmoid-
 // routed mixture of experts plus one shared expert.
 //
-// Split over three files: minimax_m3.cpp (hyper-parameters, tensors, the factory),
-// minimax_m3_model.cpp (the forward pass, attention and MSA), minimax_m3_ffn.cpp (the router,
-// the dense FFN and the MoE), all composed from the shared model parts (model_parts.h). This
-// header is their shared inside plus the test hooks.
+// Split over two files: minimax_m3.cpp (hyper-parameters, tensors, the factory) and
+// minimax_m3_model.cpp (the forward pass, as operations of a DecoderBackend: the CPU's or
+// CUDA's, inference/backend/backend.h). This header is their shared inside plus the test hooks.
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "inference/gguf/gguf_file.h"
-#include "inference/models/gated_ffn.h"
 #include "inference/models/linear.h"
 #include "inference/models/mixture_of_experts.h"
 #include "inference/models/model.h"
-#include "inference/thread_pool.h"
 
 namespace iris::inference {
 
@@ -82,24 +79,10 @@ struct Weights {
     std::vector<Layer> layers;
 };
 
-// The feed-forward blocks on `rows` normalised hidden vectors x (rows x hidden) into y, built
-// on the shared GatedFfn and MixtureOfExperts with swigluoai. Not reentrant (one per model).
-class FeedForward {
-public:
-    void dense(const Layer& layer, const float* x, std::int64_t rows, float* y,
-               LinearRunner& runner, ThreadPool& pool);
-    // The shared expert (when the file has one) plus the routed experts. experts/weights: rows x
-    // routing.used, filled with the routing.
-    void moe(const Layer& layer, const Hyper& hyper, const float* x, std::int64_t rows, float* y,
-             int* experts, float* weights, LinearRunner& runner, ThreadPool& pool);
-
-private:
-    GatedFfn m_ffn;
-    MixtureOfExperts m_experts;
-};
-
-// The model (minimax_m3_model.cpp).
-std::unique_ptr<Model> makeModel(ModelConfig config, Hyper hyper, Weights weights);
+// The model (minimax_m3_model.cpp) on the backend `where` names; its weights are adopted by
+// that backend (packed on the CPU, uploaded on CUDA).
+Result<std::unique_ptr<Model>> makeModel(ModelConfig config, Hyper hyper, Weights weights,
+                                         const ModelBackend& where);
 
 }  // namespace m3
 }  // namespace iris::inference

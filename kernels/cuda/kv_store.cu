@@ -27,10 +27,10 @@ __global__ void storeKvKernel(const float* __restrict__ k, const float* __restri
         const std::int64_t at = row * width + i % width;
         if constexpr (sizeof(T) == 2) {
             keys[at] = __float2half_rn(k[i]);
-            values[at] = __float2half_rn(v[i]);
+            if (values != nullptr) values[at] = __float2half_rn(v[i]);
         } else {
             keys[at] = k[i];
-            values[at] = v[i];
+            if (values != nullptr) values[at] = v[i];
         }
     }
 }
@@ -51,7 +51,7 @@ cudaError_t storeKvRows(const float* k, const float* v, std::int64_t tokens, std
     if (tokens < 0 || width < 0 || (type != TensorType::F16 && type != TensorType::F32))
         return cudaErrorInvalidValue;
     if (tokens * width == 0) return cudaSuccess;
-    if (k == nullptr || v == nullptr || rows == nullptr || keys == nullptr || values == nullptr)
+    if (k == nullptr || rows == nullptr || keys == nullptr || (v == nullptr) != (values == nullptr))
         return cudaErrorInvalidValue;
     const unsigned grid = gridFor(tokens * width);
     if (type == TensorType::F16) {

@@ -15,8 +15,9 @@ namespace iris::kernels::cuda {
 // For t < tokens: row t of k and of v (width floats each, contiguous) goes to pool row rows[t]
 // (int64, device memory) of `keys` / `values`, i.e. at element rows[t] * width, rounded to f16
 // (round to nearest even, as kernels/fp16.h) when `type` is F16, copied when F32. A row index
-// below 0 skips the token. cudaErrorInvalidValue for another type, negative sizes or null
-// pointers where work is to be done. Asynchronous.
+// below 0 skips the token. v and values both null store K alone (MiniMax-M3's index keys).
+// cudaErrorInvalidValue for another type, negative sizes, or null pointers where work is to be
+// done (one of v and values alone included). Asynchronous.
 cudaError_t storeKvRows(const float* k, const float* v, std::int64_t tokens, std::int64_t width,
                         const std::int64_t* rows, TensorType type, void* keys, void* values,
                         cudaStream_t stream);

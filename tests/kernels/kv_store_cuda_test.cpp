@@ -104,6 +104,8 @@ TEST(KvStoreCudaArguments, RejectsBadInputsBeforeAnyLaunch) {
               cudaErrorInvalidValue);
     EXPECT_EQ(cuda::storeKvRows(&f, nullptr, 1, 1, &row, TensorType::F16, &f, &f, nullptr),
               cudaErrorInvalidValue);
+    EXPECT_EQ(cuda::storeKvRows(&f, &f, 1, 1, &row, TensorType::F32, &f, nullptr, nullptr),
+              cudaErrorInvalidValue);  // K alone takes both v and values null
     EXPECT_EQ(cuda::storeKvRows(nullptr, nullptr, 0, 8, nullptr, TensorType::F16, nullptr, nullptr,
                                 nullptr),
               cudaSuccess);  // nothing to do

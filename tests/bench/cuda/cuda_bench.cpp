@@ -7,8 +7,13 @@
 // times a large device-to-device copy (bytes read plus written per second), then each product of
 // a Qwen2.5-VL-7B-shaped layer (hidden 3584, MLP 18944) for several weight types and 1 or 4
 // activation rows, and prints the weight bytes read per second and that rate over the copy's;
-// then the same layers for a 2048-token prefill chunk (2 m n k floating-point operations each).
+// then the same layers for a 2048-token prefill chunk (2 m n k floating-point operations each);
+// last, a decode step's attention in a MiniMax-M3-shaped layer (64 query heads, 4 KV heads of
+// 128, f16 KV in 16-token pages) at long contexts: dense (attendDecode) against MiniMax sparse
+// attention (index scores over 128-token blocks, top 16 blocks, attention over those), with the
+// bytes each reads per token.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +23,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/matmul_decode.cuh"
 #include "kernels/cuda/matmul_prefill.cuh"
+#include "kernels/cuda/sparse_select.cuh"
+#include "kernels/fp16.h"
 #include "kernels/quant.h"
 #include "kernels/tensor_type.h"
 
@@ -149,6 +157,117 @@ void benchPrefill(TensorType type, const Shape& shape, std::int64_t m, int repea
     cudaFree(y);
 }
 
+// A device buffer of `bytes` filled with a repeated random pattern of f32 (or f16) values of
+// about unit size: attention's speed does not depend on the values, its arithmetic must stay
+// finite.
+void* randomBuffer(std::size_t bytes, bool half) {
+    constexpr std::size_t kPattern = std::size_t(1) << 22;
+    std::vector<std::uint8_t> pattern(kPattern);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (std::size_t i = 0; i < kPattern; i += half ? 2 : 4) {
+        const float v = normal(rng);
+        if (half) {
+            const std::uint16_t h = iris::kernels::fp32ToFp16(v);
+            std::memcpy(&pattern[i], &h, 2);
+        } else {
+            std::memcpy(&pattern[i], &v, 4);
+        }
+    }
+    void* data = nullptr;
+    check(cudaMalloc(&data, bytes), "cudaMalloc (attention inputs)");
+    for (std::size_t at = 0; at < bytes; at += kPattern)
+        check(cudaMemcpy(static_cast<std::uint8_t*>(data) + at, pattern.data(),
+                         std::min(kPattern, bytes - at), cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+    return data;
+}
+
+// One decode step's attention in a MiniMax-M3-shaped layer for `seqs` sequences of `context`
+// tokens each: dense over every position, then sparse over the chosen blocks.
+void benchAttention(std::int64_t context, int seqs, int repeat, double bandwidth) {
+    constexpr int kHeads = 64, kKvHeads = 4, kHeadDim = 128, kPage = 16, kIndexDim = 128,
+                  kSelection = 128, kTopK = 16, kLocal = 1;
+    const std::int64_t pages = context / kPage, pool = pages * seqs;
+    const std::size_t kvBytes = std::size_t(pool * kPage * kKvHeads * kHeadDim) * 2;
+    const std::size_t indexBytes = std::size_t(pool * kPage * kIndexDim) * 4;
+    void* keys = randomBuffer(kvBytes, true);
+    void* values = randomBuffer(kvBytes, true);
+    void* indexKeys = randomBuffer(indexBytes, false);
+    void* q = randomBuffer(std::size_t(seqs * kHeads * kHeadDim) * 4, false);
+    void* iq = randomBuffer(std::size_t(seqs * kKvHeads * kIndexDim) * 4, false);
+    std::vector<std::int32_t> table(static_cast<std::size_t>(pool));
+    for (std::int64_t i = 0; i < pool; ++i)
+        table[std::size_t(i)] = std::int32_t(i);  // sequence s's pages at s * pages
+    const std::vector<std::int32_t> lengths(static_cast<std::size_t>(seqs), std::int32_t(context));
+    void *dTable = nullptr, *dLengths = nullptr, *out = nullptr;
+    check(cudaMalloc(&dTable, table.size() * 4), "cudaMalloc (block tables)");
+    check(cudaMemcpy(dTable, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMalloc(&dLengths, lengths.size() * 4), "cudaMalloc (lengths)");
+    check(cudaMemcpy(dLengths, lengths.data(), lengths.size() * 4, cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+    check(cudaMalloc(&out, std::size_t(seqs * kHeads * kHeadDim) * 4), "cudaMalloc (outputs)");
+    const auto* tables = static_cast<const std::int32_t*>(dTable);
+    const auto* lens = static_cast<const std::int32_t*>(dLengths);
+    const iris::kernels::PagedKv kv{keys,     values,   tables,         kPage,
+                                    kKvHeads, kHeadDim, TensorType::F16};
+    const float scale = 1.0f / std::sqrt(float(kHeadDim));
+
+    void* denseScratch = nullptr;
+    check(cudaMalloc(&denseScratch,
+                     std::size_t(std::max<std::int64_t>(
+                         cuda::attendDecodeScratchBytes(seqs, kHeads, kHeadDim, context), 4))),
+          "cudaMalloc (dense scratch)");
+    const double dense = medianMilliseconds(repeat, [&] {
+        check(cuda::attendDecode(static_cast<float*>(q), seqs, kHeads, kv, pages, lens, context,
+                                 scale, static_cast<float*>(out), denseScratch, nullptr),
+              "attendDecode");
+    });
+
+    const int blocks = int((context + kSelection - 1) / kSelection), rows = seqs * kKvHeads;
+    void *scores = nullptr, *selected = nullptr, *counts = nullptr, *sparseScratch = nullptr;
+    check(cudaMalloc(&scores, std::size_t(rows) * std::size_t(blocks) * 4), "cudaMalloc (scores)");
+    check(cudaMalloc(&selected, std::size_t(rows * kTopK) * 4), "cudaMalloc (selection)");
+    check(cudaMalloc(&counts, std::size_t(rows) * 4), "cudaMalloc (counts)");
+    check(cudaMalloc(&sparseScratch,
+                     std::size_t(std::max(cuda::selectTopBlocksScratchBytes(rows, blocks, kTopK),
+                                          cuda::attendSelectedScratchBytes(seqs, kHeads, kHeadDim,
+                                                                           kTopK, kSelection)))),
+          "cudaMalloc (sparse scratch)");
+    const iris::kernels::PagedIndexKeys index{static_cast<float*>(indexKeys), tables, kPage,
+                                              kIndexDim};
+    auto* chosen = static_cast<std::int32_t*>(selected);
+    auto* chosenCounts = static_cast<std::int32_t*>(counts);
+    const double sparse = medianMilliseconds(repeat, [&] {
+        check(cuda::indexerBlockScores(static_cast<float*>(iq), seqs, kKvHeads, index, pages, lens,
+                                       kSelection, blocks, static_cast<float*>(scores), nullptr),
+              "indexerBlockScores");
+        check(cuda::selectTopBlocks(static_cast<float*>(scores), seqs, kKvHeads, lens, kSelection,
+                                    blocks, kTopK, kLocal, chosen, chosenCounts, sparseScratch,
+                                    nullptr),
+              "selectTopBlocks");
+        check(cuda::attendSelectedBlocks(static_cast<float*>(q), seqs, kHeads, kv, pages, lens,
+                                         chosen, chosenCounts, kTopK, kSelection, scale,
+                                         static_cast<float*>(out), sparseScratch, nullptr),
+              "attendSelectedBlocks");
+    });
+    // Bytes each must read per step: every K/V row, or the index keys and the chosen blocks.
+    const double denseBytes = double(kvBytes) * 2;
+    const double sparseBytes =
+        double(indexBytes) + double(seqs) * kKvHeads *
+                                 double(std::min<std::int64_t>(context, kTopK * kSelection)) *
+                                 kHeadDim * 2 * 2;
+    std::printf(
+        "%8lld tokens x %d  dense %8.1f us (%5.1f%% of copy)  sparse %8.1f us (%5.1f%% of "
+        "copy)  %5.1fx\n",
+        static_cast<long long>(context), seqs, dense * 1e3,
+        100.0 * denseBytes / (dense * 1e-3) / bandwidth, sparse * 1e3,
+        100.0 * sparseBytes / (sparse * 1e-3) / bandwidth, dense / sparse);
+    for (void* p : {keys, values, indexKeys, q, iq, dTable, dLengths, out, denseScratch, scores,
+                    selected, counts, sparseScratch})
+        cudaFree(p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,5 +299,9 @@ int main(int argc, char** argv) {
     for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::BF16})
         for (const Shape& shape : shapes)
             benchPrefill(type, shape, 2048, std::max(3, repeat / 4));
+    std::printf("decode attention, MiniMax-M3 layer shape, dense against sparse (MSA):\n");
+    for (std::int64_t context : {std::int64_t(32768), std::int64_t(131072), std::int64_t(1048576)})
+        benchAttention(context, 1, std::max(3, repeat / 4), bandwidth);
+    benchAttention(131072, 8, std::max(3, repeat / 4), bandwidth);
     return 0;
 }

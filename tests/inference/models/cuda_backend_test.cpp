@@ -19,9 +19,11 @@
 
 #include <gtest/gtest.h>
 
+#include "inference/models/minimax_m3.h"
 #include "inference/models/model.h"
 #include "tests/inference/models/chunked_logits.h"
 #include "tests/inference/models/loaded_model.h"
+#include "tests/inference/models/minimax_m3_reference.h"
 #include "tests/inference/models/tiny_model.h"
 #include "tests/kernels/cuda_test_support.h"
 
@@ -186,6 +188,73 @@ TEST_F(CudaBackendGreedy, ForkedSequencesKeepTheirOwnKv) {
         ASSERT_TRUE(models[b]->forward(two, *cache, pool, results[b]).isOk());
     }
     EXPECT_LT(relativeError(results[1], results[0]), 1e-4);
+}
+
+// MiniMax-M3: a dense leading layer, then MSA and the shared plus routed experts (top-2 of 4),
+// 150 tokens so that block selection matters from token 32 on. Per run: the logits and every
+// token's experts and selection blocks.
+struct M3Run {
+    std::vector<float> logits;
+    std::vector<std::vector<int>> experts;          // [layer * tokens + t]
+    std::vector<std::vector<std::int32_t>> blocks;  // [(layer * tokens + t) * G + g]
+};
+
+M3Run runM3(Model& model, const std::vector<std::int32_t>& tokens, std::size_t chunk) {
+    M3Run run;
+    ThreadPool pool(2);
+    Result<KvCache> cache = KvCache::create(
+        model.kvCacheOptions(std::int64_t(tokens.size()) / 16 + 2, 16, TensorType::F16));
+    EXPECT_TRUE(cache) << cache.status().message();
+    if (!cache) return run;
+    const SequenceId seq = cache->newSequence();
+    MiniMaxM3Trace trace;
+    traceMiniMaxM3(model, &trace);
+    for (std::size_t begin = 0; begin < tokens.size(); begin += chunk) {
+        const std::size_t end = std::min(tokens.size(), begin + chunk);
+        EXPECT_TRUE(cache->extend(seq, std::int64_t(end)).isOk());
+        std::vector<TokenInput> batch;
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto p = std::int32_t(i);
+            batch.push_back({tokens[i], seq, std::int64_t(i), {p, p, p, 0}, true});
+        }
+        const Status status = model.forward(batch, *cache, pool, run.logits);
+        EXPECT_TRUE(status.isOk()) << status.message();
+        for (const auto& layer : trace.experts)
+            run.experts.insert(run.experts.end(), layer.begin(), layer.end());
+        for (const auto& layer : trace.blocks)
+            for (const auto& token : layer)
+                run.blocks.insert(run.blocks.end(), token.begin(), token.end());
+    }
+    traceMiniMaxM3(model, nullptr);
+    return run;
+}
+
+class CudaBackendMiniMaxM3 : public kernels::cuda_test::CudaTest {};
+
+// Decode: f32 weights and activations on both sides, so the routing and the block choices are
+// the same and the logits within the f32 sum order's reach (1e-4, as the dense models). Prefill
+// chunks round products to bf16, which can flip a near tie of the index scores or the router:
+// nearly all choices agree and the logits within the bf16 bound of the dense models (3e-2).
+TEST_F(CudaBackendMiniMaxM3, MatchesTheCpuInDecodeAndPrefillChunks) {
+    const testing::M3Spec spec;
+    auto cpu = testing::loadModelBytes(testing::makeM3Model(spec), "m3.gguf");
+    ASSERT_TRUE(cpu->model);
+    Result<std::unique_ptr<Model>> cuda = createModel(*cpu->file, ModelBackend{true, 0, 64});
+    ASSERT_TRUE(cuda) << cuda.status().message();
+    std::vector<std::int32_t> tokens(150);
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        tokens[i] = std::int32_t((i * 29 + 3) % std::size_t(spec.vocab));
+    const M3Run cpuDecode = runM3(*cpu->model, tokens, 1), gpuDecode = runM3(**cuda, tokens, 1);
+    EXPECT_EQ(gpuDecode.experts, cpuDecode.experts);
+    EXPECT_EQ(gpuDecode.blocks, cpuDecode.blocks);
+    EXPECT_LT(relativeError(gpuDecode.logits, cpuDecode.logits), 1e-4);
+    const M3Run cpuPrefill = runM3(*cpu->model, tokens, 48), gpuPrefill = runM3(**cuda, tokens, 48);
+    ASSERT_EQ(gpuPrefill.blocks.size(), cpuPrefill.blocks.size());
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < cpuPrefill.blocks.size(); ++i)
+        same += gpuPrefill.blocks[i] == cpuPrefill.blocks[i] ? 1 : 0;
+    EXPECT_GE(double(same), 0.95 * double(cpuPrefill.blocks.size()));
+    EXPECT_LT(relativeError(gpuPrefill.logits, cpuPrefill.logits), 3e-2);
 }
 
 }  // namespace

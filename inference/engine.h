@@ -236,6 +236,12 @@ public:
     // The KV tiers (nullptr without EngineOptions::kvTiers).
     const KvTiers* kvTiers() const { return m_tiers.get(); }
     Model& mutableModel() { return *m_model; }
+    // Puts the language model behind what `wrap` makes of it (tests that run the engine on a
+    // model with another interface, such as sampling on a simulated device). Before any session
+    // or scheduler runs.
+    void wrapModel(const std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)>& wrap) {
+        m_model = wrap(std::move(m_model));
+    }
     // Where the language model runs: "cpu" or "cuda:N".
     const std::string& deviceName() const { return m_deviceName; }
     // With --device auto on the CPU: the one line that says why not CUDA (empty otherwise), for

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace iris::inference {
@@ -21,6 +22,9 @@ struct SamplingParams {
     std::uint64_t seed = 0;
 };
 
+// The most candidates a device keeps per row for the host to finish the draw from.
+inline constexpr int kMaxDeviceCandidates = 256;
+
 // Not thread-safe (it owns the random state); one per generation stream.
 class Sampler {
 public:
@@ -28,6 +32,18 @@ public:
 
     // The next token given `logits` (vocabulary size) and the tokens so far (for penalties).
     std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history);
+
+    // Sampling split between a device and the host, so that a decode step copies back a few
+    // candidates instead of a vocabulary of logits. The device applies the penalties
+    // (penaltyCounts: each distinct token of the window and how often it occurs there) and
+    // keeps the candidatesNeeded() best tokens, sorted by logit descending and id ascending on
+    // ties; sampleCandidates() finishes the draw from them with the same chain and random
+    // state as sample(), so both give the same token from the same logits. 0 when the chain
+    // needs every logit (top-k off or above kMaxDeviceCandidates).
+    int candidatesNeeded() const;
+    std::vector<std::pair<std::int32_t, int>> penaltyCounts(
+        std::span<const std::int32_t> history) const;
+    std::int32_t sampleCandidates(std::span<const std::int32_t> ids, std::span<const float> logits);
 
     const SamplingParams& params() const { return m_params; }
 
@@ -37,7 +53,10 @@ private:
         float logit;
     };
 
+    bool penalises() const;
     void applyPenalties(std::span<const std::int32_t> history);
+    // top-k (the candidates already sorted, `keep` of them), top-p, min-p, temperature, draw.
+    std::int32_t finishChain(std::size_t keep);
 
     SamplingParams m_params;
     std::mt19937_64 m_rng;

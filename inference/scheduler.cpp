@@ -557,9 +557,13 @@ std::int64_t Scheduler::step() {
         return 0;
     }
     m_logits.clear();
+    m_candidates = {};
     const auto started = Clock::now();
+    const bool onDevice = requestCandidates(parts);
+    Model& model = m_engine->mutableModel();
     const Status status =
-        m_engine->mutableModel().forward(batch, cache, m_engine->pool(), m_logits);
+        onDevice ? model.forwardCandidates(batch, cache, m_engine->pool(), m_requests, m_candidates)
+                 : model.forward(batch, cache, m_engine->pool(), m_logits);
     if (m_disk && status.isOk())
         m_disk->noteCompute(std::int64_t(batch.size()), secondsSince(started));
     {
@@ -569,7 +573,7 @@ std::int64_t Scheduler::step() {
     }
     std::int64_t generated = 0;
     const std::size_t vocabulary = std::size_t(m_engine->model().config().vocabSize);
-    std::size_t row = 0;
+    std::size_t row = 0, offset = 0;
     for (auto [sequence, n] : parts) {
         if (!status.isOk()) {
             sequence->failure = status;
@@ -579,7 +583,19 @@ std::int64_t Scheduler::step() {
         publishBlocks(*sequence);
         if (sequence->pending() != 0) continue;
         const std::size_t before = sequence->result.tokens.size();
-        takeLogits(*sequence, std::span(m_logits).subspan(row++ * vocabulary, vocabulary));
+        if (!sequence->firstLogits) sequence->firstLogits = Clock::now();
+        if (onDevice) {
+            const auto keep = std::size_t(m_requests[row].keep);
+            takeToken(*sequence, sequence->sampler.sampleCandidates(
+                                     std::span(m_candidates.ids).subspan(offset, keep),
+                                     std::span(m_candidates.logits).subspan(offset, keep)));
+            offset += keep;
+            ++row;
+        } else {
+            takeToken(*sequence, sequence->sampler.sample(
+                                     std::span(m_logits).subspan(row++ * vocabulary, vocabulary),
+                                     sequence->history));
+        }
         generated += std::int64_t(sequence->result.tokens.size() - before);
     }
     endFinished();
@@ -621,18 +637,30 @@ void Scheduler::publishBlocks(Sequence& sequence) {
     sequence.published = std::max(sequence.published, full);
 }
 
-// Samples the next token from the logits of the last slot, as Session::decode does, and streams
-// it; marks the sequence done when a stop condition holds.
-void Scheduler::takeLogits(Sequence& sequence, std::span<const float> logits) {
+bool Scheduler::requestCandidates(const std::vector<std::pair<Sequence*, std::int64_t>>& parts) {
+    m_requests.clear();
+    if (!m_engine->model().samplesOnDevice()) return false;
+    for (const auto& [sequence, n] : parts) {
+        if (sequence->pending() != n) continue;  // no logits this step
+        const Sampler& sampler = sequence->sampler;
+        const int keep = sampler.candidatesNeeded();
+        if (keep == 0) return false;  // its chain needs every logit: all of them come back
+        const SamplingParams& p = sampler.params();
+        m_requests.push_back({keep, p.repetitionPenalty, p.presencePenalty, p.frequencyPenalty,
+                              sampler.penaltyCounts(sequence->history)});
+    }
+    return true;
+}
+
+// The token sampled from the last slot's logits (or candidates), as Session::decode does.
+void Scheduler::takeToken(Sequence& sequence, std::int32_t token) {
     GenerateResult& result = sequence.result;
-    if (!sequence.firstLogits) sequence.firstLogits = Clock::now();
     const GenerateRequest& request = sequence.request;
     if (std::int64_t(result.tokens.size()) >= request.maxTokens) {
         result.stop = StopReason::MaxTokens;
         sequence.done = true;
         return;
     }
-    const std::int32_t token = sequence.sampler.sample(logits, sequence.history);
     if (m_engine->tokenizer().isEndOfGeneration(token)) {
         result.stop = StopReason::EndOfGeneration;
         sequence.done = true;

@@ -217,7 +217,13 @@ private:
     void appendInputs(const Sequence& sequence, std::int64_t n,
                       std::vector<TokenInput>& batch) const;
     void publishBlocks(Sequence& sequence);
-    void takeLogits(Sequence& sequence, std::span<const float> logits);
+    // Sampling's first half on the model's device, when it can and every sequence taking a
+    // token this step can start from candidates: fills m_requests (one per such sequence, in
+    // `parts` order) and returns true.
+    bool requestCandidates(const std::vector<std::pair<Sequence*, std::int64_t>>& parts);
+    // Appends the token sampled for `sequence` (unless it already has maxTokens) and streams
+    // it; marks the sequence done when a stop condition holds.
+    void takeToken(Sequence& sequence, std::int32_t token);
     void endFinished();
     void finish(Sequence& sequence, const Status& failure);
     void publishStats(std::int64_t generated);
@@ -238,6 +244,8 @@ private:
     std::deque<std::unique_ptr<Sequence>> m_running;  // in admission order
     std::deque<ImageEncode> m_encodes;                // oldest first
     std::vector<float> m_logits;
+    std::vector<CandidateRequest> m_requests;  // with the model sampling on its device
+    Candidates m_candidates;
     std::thread m_thread;
 };
 

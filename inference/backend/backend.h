@@ -132,6 +132,16 @@ public:
     // `output`) to the host vector `logits`; returns the first error of the pass.
     virtual Status finish(const float* x, const float* norm, float eps, const Linear& output,
                           std::vector<float>& logits) = 0;
+    // As finish(), but each token with wantLogits gives the candidates its request asks for
+    // (Model::forwardCandidates). Only a device backend does; the CPU keeps to finish().
+    virtual bool samplesOnDevice() const { return false; }
+    virtual Status finishCandidates(const float* x, const float* norm, float eps,
+                                    const Linear& output,
+                                    std::span<const CandidateRequest> requests,
+                                    Candidates& candidates) {
+        (void)x, (void)norm, (void)eps, (void)output, (void)requests, (void)candidates;
+        return Status::unsupported(name() + ": sampling runs on the host");
+    }
 };
 
 // The backend `where` names for a model of `config`: the CPU's, or CUDA's (Unsupported naming

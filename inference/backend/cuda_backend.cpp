@@ -31,6 +31,7 @@ Result<std::unique_ptr<DecoderBackend>> makeCudaBackend(const ModelConfig&, cons
 #include "kernels/cuda/matmul_prefill.cuh"
 #include "kernels/cuda/moe.cuh"
 #include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/sampling.cuh"
 #include "kernels/cuda/sparse_select.cuh"
 #include "kernels/sparse_attention.h"
 
@@ -184,6 +185,10 @@ public:
     }
     Status finish(const float* x, const float* norm, float eps, const Linear& output,
                   std::vector<float>& logits) override;
+    bool samplesOnDevice() const override { return true; }
+    Status finishCandidates(const float* x, const float* norm, float eps, const Linear& output,
+                            std::span<const CandidateRequest> requests,
+                            Candidates& candidates) override;
 
     // KvPoolMirror: stream-ordered, so a forward pass queued after sees the copy.
     void copyBlock(std::int32_t from, std::int32_t to) override;
@@ -200,6 +205,10 @@ private:
         return Status::internal(name() + ": " + what + ": " + cudaGetErrorString(error));
     }
     Result<void*> upload(const void* host, std::int64_t bytes, const char* what);
+    // The final norm and output product of the tokens with wantLogits, into m_logits; how many.
+    std::int64_t logitRows(const float* x, const float* norm, float eps, const Linear& output);
+    // Waits for the step and returns its first error.
+    Status endStep();
     Status adoptStack(ExpertStack& stack);
     // A buffer used only within one operation: grown (waiting for the stream) when too small.
     template <class T>
@@ -279,6 +288,9 @@ private:
     };
     std::vector<SparseLaunch> m_launches;
     std::vector<std::int32_t> m_hostChoice;  // downloaded choices for a trace
+    // Sampling's device half: penalties up, candidates (ids, then logits' bits) down.
+    DeviceBuffer m_penalties, m_candidates, m_candidateScratch;
+    std::vector<std::int32_t> m_penaltyHost, m_candidateHost;
     PinnedBuffer m_stepHost;
     DeviceBuffer m_stepDevice;
     StepLayout m_layout;
@@ -822,9 +834,9 @@ void CudaBackend::mixtureOfExperts(const ExpertLayer& layer, const ExpertRouting
     check(cudaStreamSynchronize(m_stream), "routing download");
 }
 
-Status CudaBackend::finish(const float* x, const float* norm, float eps, const Linear& output,
-                           std::vector<float>& logits) {
-    const std::int64_t D = m_config.hiddenSize, V = output.out;
+std::int64_t CudaBackend::logitRows(const float* x, const float* norm, float eps,
+                                    const Linear& output) {
+    const std::int64_t D = m_config.hiddenSize;
     float* selected = m_selected.as<float>();
     std::int64_t count = 0;
     for (std::int64_t t = 0; t < m_tokens; ++t) {
@@ -832,23 +844,118 @@ Status CudaBackend::finish(const float* x, const float* norm, float eps, const L
         rmsNorm(x + t * D, norm, selected + count * D, 1, D, eps);
         ++count;
     }
+    if (count > 0) linear({{&output, m_logits.as<float>()}}, selected, count);
+    return count;
+}
+
+Status CudaBackend::endStep() {
+    // The step's one synchronisation: what was copied back has landed and any failed launch
+    // has reported.
+    check(cudaStreamSynchronize(m_stream), "the step");
+    m_batch = {};
+    // Also what failed between passes (a copy on write) is reported here, once.
+    return std::exchange(m_error, Status());
+}
+
+Status CudaBackend::finish(const float* x, const float* norm, float eps, const Linear& output,
+                           std::vector<float>& logits) {
+    const std::int64_t V = output.out, count = logitRows(x, norm, eps, output);
     const std::size_t offset = logits.size();
     if (count > 0) {
-        linear({{&output, m_logits.as<float>()}}, selected, count);
         logits.resize(offset + std::size_t(count * V));
         check(cudaMemcpyAsync(logits.data() + offset, m_logits.get(),
                               std::size_t(count * V) * sizeof(float), cudaMemcpyDeviceToHost,
                               m_stream),
               "logits download");
     }
-    // The step's one synchronisation: the logits are in `logits` (pageable memory, so the copy
-    // above may have returned before it landed) and any failed launch has reported.
-    check(cudaStreamSynchronize(m_stream), "the step");
-    m_batch = {};
-    // Also what failed between passes (a copy on write) is reported here, once.
-    Status result = std::exchange(m_error, Status());
+    Status result = endStep();
     if (!result.isOk()) logits.resize(offset);
     return result;
+}
+
+// The logits stay on the device: each row's penalties (all rows' token ids, then their
+// counts, in one upload), then the k best of every row for the largest k asked (a row's own
+// k best are the first of them), and only those come back.
+Status CudaBackend::finishCandidates(const float* x, const float* norm, float eps,
+                                     const Linear& output,
+                                     std::span<const CandidateRequest> requests,
+                                     Candidates& candidates) {
+    const std::int64_t V = output.out, count = logitRows(x, norm, eps, output);
+    // A malformed request is the caller's error to report; the step still ends cleanly.
+    if (count != std::int64_t(requests.size())) {
+        static_cast<void>(endStep());
+        return Status::invalidArgument(name() + ": " + std::to_string(requests.size()) +
+                                       " sampling requests for " + std::to_string(count) +
+                                       " tokens that want logits");
+    }
+    int keep = 1;
+    std::int64_t penalised = 0;
+    for (const CandidateRequest& r : requests) {
+        if (r.keep < 1 || r.keep > kc::kMaxCandidates || r.keep > V) {
+            static_cast<void>(endStep());
+            return Status::invalidArgument(name() + ": " + std::to_string(r.keep) +
+                                           " candidates asked; 1 to " +
+                                           std::to_string(kc::kMaxCandidates) + " are kept");
+        }
+        keep = std::max(keep, r.keep);
+        penalised += std::int64_t(r.penalties.size());
+    }
+    float* logits = m_logits.as<float>();
+    if (penalised > 0) {
+        m_penaltyHost.clear();
+        for (const CandidateRequest& r : requests)
+            for (const auto& [id, n] : r.penalties)
+                m_penaltyHost.push_back(id);
+        for (const CandidateRequest& r : requests)
+            for (const auto& [id, n] : r.penalties)
+                m_penaltyHost.push_back(n);
+        auto* device = within<std::int32_t>(m_penalties, penalised * 8, "penalty upload");
+        if (device != nullptr) {
+            // From pageable memory: the call returns once the bytes are staged, so the vector
+            // may change afterwards.
+            check(cudaMemcpyAsync(device, m_penaltyHost.data(), std::size_t(penalised * 8),
+                                  cudaMemcpyHostToDevice, m_stream),
+                  "penalty upload");
+            std::int64_t at = 0;
+            for (std::size_t r = 0; r < requests.size(); ++r) {
+                const CandidateRequest& q = requests[r];
+                const int n = int(q.penalties.size());
+                if (n == 0) continue;
+                check(kc::applyPenalties(logits + std::int64_t(r) * V, device + at,
+                                         device + penalised + at, n, q.repetition, q.presence,
+                                         q.frequency, m_stream),
+                      "penalties");
+                at += n;
+            }
+        }
+    }
+    const std::int64_t kept = count * keep;
+    auto* best = within<std::byte>(m_candidates, kept * 8, "candidates");
+    void* scratch = within<std::byte>(
+        m_candidateScratch, kc::topCandidatesScratchBytes(int(count), V, keep), "candidates");
+    if (best != nullptr && scratch != nullptr) {
+        auto* ids = reinterpret_cast<std::int32_t*>(best);
+        auto* values = reinterpret_cast<float*>(best + kept * 4);
+        check(kc::topCandidates(logits, int(count), V, V, keep, ids, values, scratch, m_stream),
+              "top candidates");
+        m_candidateHost.resize(std::size_t(kept * 2));
+        check(cudaMemcpyAsync(m_candidateHost.data(), best, std::size_t(kept * 8),
+                              cudaMemcpyDeviceToHost, m_stream),
+              "candidates download");
+    }
+    Status result = endStep();
+    if (!result.isOk()) return result;
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+        const std::int32_t* ids = m_candidateHost.data() + std::int64_t(r) * keep;
+        const std::int32_t* bits = m_candidateHost.data() + kept + std::int64_t(r) * keep;
+        for (int i = 0; i < requests[r].keep; ++i) {
+            float value = 0.0f;
+            std::memcpy(&value, bits + i, sizeof(float));
+            candidates.ids.push_back(ids[i]);
+            candidates.logits.push_back(value);
+        }
+    }
+    return {};
 }
 
 }  // namespace

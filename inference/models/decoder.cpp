@@ -28,8 +28,15 @@ public:
 
     Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                    std::vector<float>& logits) override;
+    bool samplesOnDevice() const override { return m_backend->samplesOnDevice(); }
+    Status forwardCandidates(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                             std::span<const CandidateRequest> requests,
+                             Candidates& candidates) override;
 
 private:
+    // Every layer over a non-empty `batch`; returns the final hidden states (backend memory).
+    Result<const float*> layers(std::span<const TokenInput> batch, KvCache& cache,
+                                ThreadPool& pool);
     // x += attention(RMSNorm(x)) for one layer; writes the batch's K and V first.
     void attentionBlock(int layer, std::int64_t tokens);
     // x += FFN(RMSNorm(x)) for one layer: down(silu(gate(x)) * up(x)).
@@ -107,10 +114,9 @@ void DecoderModel::feedForwardBlock(const DecoderLayer& layer, std::int64_t T) {
     b.addResidual(x, norm, T * D);
 }
 
-Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                             std::vector<float>& logits) {
+Result<const float*> DecoderModel::layers(std::span<const TokenInput> batch, KvCache& cache,
+                                          ThreadPool& pool) {
     const std::int64_t T = std::int64_t(batch.size());
-    if (T == 0) return {};
     IRIS_RETURN_IF_ERROR(checkBatch(batch, cache, m_config));
     IRIS_RETURN_IF_ERROR(m_backend->begin(batch, cache, m_config, pool));
     float* x = m_backend->scratch(Activations::X, T * m_config.hiddenSize);
@@ -119,7 +125,25 @@ Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, 
         attentionBlock(int(l), T);
         feedForwardBlock(m_weights.layers[l], T);
     }
-    return m_backend->finish(x, m_weights.outputNorm, m_config.rmsEps, m_weights.output, logits);
+    return x;
+}
+
+Status DecoderModel::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                             std::vector<float>& logits) {
+    if (batch.empty()) return {};
+    Result<const float*> x = layers(batch, cache, pool);
+    if (!x) return x.status();
+    return m_backend->finish(*x, m_weights.outputNorm, m_config.rmsEps, m_weights.output, logits);
+}
+
+Status DecoderModel::forwardCandidates(std::span<const TokenInput> batch, KvCache& cache,
+                                       ThreadPool& pool, std::span<const CandidateRequest> requests,
+                                       Candidates& candidates) {
+    if (batch.empty()) return {};
+    Result<const float*> x = layers(batch, cache, pool);
+    if (!x) return x.status();
+    return m_backend->finishCandidates(*x, m_weights.outputNorm, m_config.rmsEps, m_weights.output,
+                                       requests, candidates);
 }
 
 }  // namespace

@@ -42,10 +42,18 @@ public:
 
     Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                    std::vector<float>& logits) override;
+    bool samplesOnDevice() const override { return m_backend->samplesOnDevice(); }
+    Status forwardCandidates(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                             std::span<const CandidateRequest> requests,
+                             Candidates& candidates) override;
 
     void setTrace(MiniMaxM3Trace* trace) { m_trace = trace; }
 
 private:
+    // Every layer over `batch` (the trace reset first); returns the final hidden states (backend
+    // memory), null for an empty batch.
+    Result<const float*> layers(std::span<const TokenInput> batch, KvCache& cache,
+                                ThreadPool& pool);
     // x += attention(RMSNorm(x)) for one layer; writes the batch's K, V and index keys first.
     void attentionBlock(std::size_t layer, std::int64_t tokens);
     // x += FFN(RMSNorm(x)) for one layer: the dense FFN, or the shared and routed experts.
@@ -232,8 +240,8 @@ void MiniMaxM3::feedForwardBlock(std::size_t l, std::int64_t T) {
     b.addResidual(x, out, T * D);
 }
 
-Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                          std::vector<float>& logits) {
+Result<const float*> MiniMaxM3::layers(std::span<const TokenInput> batch, KvCache& cache,
+                                       ThreadPool& pool) {
     const std::int64_t T = std::int64_t(batch.size());
     if (m_trace != nullptr) {
         const std::size_t layers = m_weights.layers.size();
@@ -242,7 +250,7 @@ Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, Thr
         m_trace->blocks.assign(layers, {});
         m_trace->attention.assign(layers, {});
     }
-    if (T == 0) return {};
+    if (T == 0) return nullptr;
     IRIS_RETURN_IF_ERROR(checkBatch(batch, cache, m_config));
     IRIS_RETURN_IF_ERROR(m_backend->begin(batch, cache, m_config, pool));
     float* x = m_backend->scratch(Activations::X, T * m_config.hiddenSize);
@@ -251,7 +259,25 @@ Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, Thr
         attentionBlock(l, T);
         feedForwardBlock(l, T);
     }
-    return m_backend->finish(x, m_weights.outputNorm, m_config.rmsEps, m_weights.output, logits);
+    return x;
+}
+
+Status MiniMaxM3::forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                          std::vector<float>& logits) {
+    Result<const float*> x = layers(batch, cache, pool);
+    if (!x) return x.status();
+    if (*x == nullptr) return {};
+    return m_backend->finish(*x, m_weights.outputNorm, m_config.rmsEps, m_weights.output, logits);
+}
+
+Status MiniMaxM3::forwardCandidates(std::span<const TokenInput> batch, KvCache& cache,
+                                    ThreadPool& pool, std::span<const CandidateRequest> requests,
+                                    Candidates& candidates) {
+    Result<const float*> x = layers(batch, cache, pool);
+    if (!x) return x.status();
+    if (*x == nullptr) return {};
+    return m_backend->finishCandidates(*x, m_weights.outputNorm, m_config.rmsEps, m_weights.output,
+                                       requests, candidates);
 }
 
 }  // namespace

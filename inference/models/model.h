@@ -8,11 +8,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "inference/gguf/gguf_file.h"
 #include "inference/kv_cache.h"
-#include "base/status.h"
 #include "inference/thread_pool.h"
 
 namespace iris::inference {
@@ -56,6 +57,22 @@ struct TokenInput {
     const float* embedding = nullptr;
 };
 
+// The device's half of sampling for one token with wantLogits (Sampler::candidatesNeeded):
+// its penalties (each distinct token of the window and its count, Sampler::penaltyCounts) and
+// how many of the best tokens to keep (1..kMaxDeviceCandidates).
+struct CandidateRequest {
+    int keep = 1;
+    float repetition = 1.0f, presence = 0.0f, frequency = 0.0f;
+    std::vector<std::pair<std::int32_t, int>> penalties;
+};
+
+// What forwardCandidates returns: per token with wantLogits, in batch order, `keep` ids and
+// their penalised logits, best first (logit descending, id ascending on ties), concatenated.
+struct Candidates {
+    std::vector<std::int32_t> ids;
+    std::vector<float> logits;
+};
+
 class Model {
 public:
     virtual ~Model() = default;
@@ -74,6 +91,18 @@ public:
     // InvalidArgument for a token id outside the vocabulary or a slot past the sequence's length.
     virtual Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
                            std::vector<float>& logits) = 0;
+
+    // As forward(), but each token with wantLogits gives the candidates `requests` (one per such
+    // token, in batch order) ask for instead of its logits: sampling's first half on the device
+    // that computed them, so that a decode step copies back a few candidates, not a vocabulary.
+    // Unsupported where the logits are in host memory anyway (samplesOnDevice() false).
+    virtual bool samplesOnDevice() const { return false; }
+    virtual Status forwardCandidates(std::span<const TokenInput> batch, KvCache& cache,
+                                     ThreadPool& pool, std::span<const CandidateRequest> requests,
+                                     Candidates& candidates) {
+        (void)batch, (void)cache, (void)pool, (void)requests, (void)candidates;
+        return Status::unsupported("this model's logits are sampled on the host");
+    }
 
     // Where the model's KV data lives when not in `cache`'s own pool (a GPU backend's device
     // copy): allocates it for `cache`'s geometry. forward() does it on first use of a cache; the

@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "tests/inference/device_sampling.h"
 
 namespace iris::inference {
 namespace {
@@ -109,6 +112,54 @@ TEST(Sampler, TheSameSeedGivesTheSameDraws) {
     }
     EXPECT_EQ(sa, sb);
     EXPECT_NE(sa, sc);
+}
+
+// Sampling split between a device and the host draws what sampling from all logits draws:
+// random logits with ties, penalties from a history, every chain the device can shorten.
+TEST(Sampler, CandidatesFromADeviceDrawWhatTheFullLogitsDraw) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 2.5f);
+    std::uniform_int_distribution<std::int32_t> token(0, 49);  // a history of repeated tokens
+    const SamplingParams chains[] = {
+        {.temperature = 0.0f, .topK = 0, .topP = 1.0f, .minP = 0.0f},
+        {.temperature = 0.0f, .topK = 40, .repetitionPenalty = 1.3f},
+        {.temperature = 0.8f, .topK = 40, .topP = 0.95f, .minP = 0.05f},
+        {.temperature = 1.0f, .topK = 1},
+        {.temperature = 1.5f, .topK = 256, .topP = 1.0f, .minP = 0.0f},
+        {.temperature = 0.7f,
+         .topK = 20,
+         .topP = 0.5f,
+         .minP = 0.0f,
+         .repetitionPenalty = 1.2f,
+         .presencePenalty = 0.5f,
+         .frequencyPenalty = 0.25f,
+         .penaltyWindow = 16},
+    };
+    int draws = 0;
+    for (const SamplingParams& chain : chains) {
+        for (int trial = 0; trial < 20; ++trial) {
+            SamplingParams p = chain;
+            p.seed = std::uint64_t(trial);
+            Sampler whole(p), split(p);
+            ASSERT_GT(split.candidatesNeeded(), 0);
+            std::vector<float> logits(1000);
+            for (float& l : logits)  // rounded to a quarter: many ties
+                l = std::round(normal(rng) * 4.0f) / 4.0f;
+            std::vector<std::int32_t> history(40);
+            for (std::int32_t& t : history)
+                t = token(rng);
+            Candidates best;
+            testing::appendCandidates(logits, testing::candidateRequest(split, history), best);
+            for (int draw = 0; draw < 5; ++draw, ++draws)
+                ASSERT_EQ(split.sampleCandidates(best.ids, best.logits),
+                          whole.sample(logits, history))
+                    << "chain " << &chain - chains << " trial " << trial << " draw " << draw;
+        }
+    }
+    EXPECT_EQ(draws, 600);
+    // Top-k off or beyond what a device keeps: the chain needs every logit.
+    EXPECT_EQ(Sampler(plain(1.0f)).candidatesNeeded(), 0);
+    EXPECT_EQ(Sampler({.temperature = 1.0f, .topK = 257}).candidatesNeeded(), 0);
 }
 
 }  // namespace

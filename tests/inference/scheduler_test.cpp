@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/inference/device_sampling.h"
 #include "tests/inference/models/minimax_m3_reference.h"
 #include "tests/inference/models/scratch_dir.h"
 #include "tests/inference/models/tiny_model.h"
@@ -247,6 +248,83 @@ TEST_P(SchedulerTest, StreamsTheResultTextAndStopsAtStopStrings) {
         got.push_back(*result);
     }
     expectSameTokens(got, want);
+}
+
+// A model that samples "on its device": the device's half of sampling written out on the host
+// (device_sampling.h) from the wrapped model's logits, so that the scheduler's path for GPU
+// models runs on every machine.
+class SimulatedDeviceModel final : public Model {
+public:
+    SimulatedDeviceModel(std::unique_ptr<Model> inner, std::atomic<int>& calls)
+        : m_inner(std::move(inner)), m_calls(calls) {}
+    const ModelConfig& config() const override { return m_inner->config(); }
+    Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                   std::vector<float>& logits) override {
+        return m_inner->forward(batch, cache, pool, logits);
+    }
+    bool samplesOnDevice() const override { return true; }
+    Status forwardCandidates(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
+                             std::span<const CandidateRequest> requests,
+                             Candidates& candidates) override {
+        std::vector<float> logits;
+        IRIS_RETURN_IF_ERROR(m_inner->forward(batch, cache, pool, logits));
+        const auto vocabulary = std::size_t(config().vocabSize);
+        EXPECT_EQ(logits.size(), requests.size() * vocabulary);
+        for (std::size_t r = 0; r < requests.size(); ++r) {
+            const auto row = logits.begin() + std::ptrdiff_t(r * vocabulary);
+            testing::appendCandidates({row, row + std::ptrdiff_t(vocabulary)}, requests[r],
+                                      candidates);
+        }
+        ++m_calls;
+        return {};
+    }
+
+private:
+    std::unique_ptr<Model> m_inner;
+    std::atomic<int>& m_calls;
+};
+
+// Sampling's first half on the model's device gives the tokens sampling from all logits gives:
+// greedy and seeded chains with top-k, top-p, min-p and penalties, 8 requests at once; one
+// request whose chain needs every logit (top-k off) sends those steps down the logits path.
+TEST_P(SchedulerTest, SamplingOnTheDeviceDrawsTheSameTokensAsFromAllLogits) {
+    const ModelFiles setup = textModel();
+    std::vector<GenerateRequest> all = requests(8, 6, 10, 16);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        SamplingParams& p = all[i].sampling;
+        p = {.temperature = i == 0 ? 0.0f : 0.6f + 0.1f * float(i),
+             .topK = i == 7 ? 0 : 40,
+             .topP = 0.9f,
+             .minP = 0.02f,
+             .seed = std::uint64_t(i)};
+        if (i % 2 == 1) {
+            p.repetitionPenalty = 1.3f;
+            p.frequencyPenalty = 0.2f;
+        }
+    }
+    std::unique_ptr<Scheduler> plain = startScheduler(setup, 8);
+    ASSERT_TRUE(plain);
+    const std::vector<GenerateResult> want = scheduled(*plain, all);
+    std::unique_ptr<Engine> engine = loadEngine(setup, 8);
+    ASSERT_TRUE(engine);
+    std::atomic<int> calls = 0;
+    engine->wrapModel([&calls](std::unique_ptr<Model> model) {
+        return std::make_unique<SimulatedDeviceModel>(std::move(model), calls);
+    });
+    Result<std::unique_ptr<Scheduler>> device = Scheduler::start(std::move(engine));
+    ASSERT_TRUE(device) << device.status().message();
+    expectSameTokens(scheduled(**device, all), want);
+    EXPECT_GT(calls.load(), 0);
+    // Without the request that needs every logit, every step takes the candidates' path.
+    all.pop_back();
+    calls = 0;
+    const std::vector<GenerateResult> seven = scheduled(**device, all);
+    expectSameTokens(seven, std::vector<GenerateResult>(want.begin(), want.end() - 1));
+    std::size_t longest = 0;
+    for (const GenerateResult& r : seven)
+        longest = std::max(longest, r.tokens.size());
+    EXPECT_GT(longest, 0u);
+    EXPECT_GE(std::size_t(calls.load()), longest);  // a step per token of the longest, at least
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, SchedulerTest,

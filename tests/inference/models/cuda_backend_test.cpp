@@ -21,6 +21,7 @@
 
 #include "inference/models/minimax_m3.h"
 #include "inference/models/model.h"
+#include "tests/inference/device_sampling.h"
 #include "tests/inference/models/chunked_logits.h"
 #include "tests/inference/models/loaded_model.h"
 #include "tests/inference/models/minimax_m3_reference.h"
@@ -188,6 +189,46 @@ TEST_F(CudaBackendGreedy, ForkedSequencesKeepTheirOwnKv) {
         ASSERT_TRUE(models[b]->forward(two, *cache, pool, results[b]).isOk());
     }
     EXPECT_LT(relativeError(results[1], results[0]), 1e-4);
+}
+
+// Sampling's device half (penalties, then the k best) on the CUDA backend against the same on
+// the CPU's logits (tests/inference/device_sampling.h), in a decode step of two sequences: the
+// same best tokens in the same order, their logits within the decode tolerance.
+TEST_F(CudaBackendGreedy, CandidatesOnTheDeviceAreTheBestOfTheCpuLogits) {
+    const TinyModelSpec spec = cudaShapedSpec("qwen2", TensorType::F32);
+    TwoModels m = loadBoth(spec);
+    ASSERT_TRUE(m.cpu->model && m.cuda);
+    ASSERT_TRUE(m.cuda->samplesOnDevice());
+    std::vector<CandidateRequest> requests(2);
+    requests[0] = {8, 1.0f, 0.0f, 0.0f, {}};
+    requests[1] = {40, 1.3f, 0.5f, 0.25f, {{3, 2}, {17, 1}, {60, 4}}};
+    std::vector<float> logits;
+    Candidates got;
+    Model* models[2] = {m.cpu->model.get(), m.cuda.get()};
+    for (int b = 0; b < 2; ++b) {
+        ThreadPool pool(2);
+        Result<KvCache> cache = KvCache::create(models[b]->kvCacheOptions(16, 16, TensorType::F16));
+        ASSERT_TRUE(cache);
+        std::vector<TokenInput> batch;
+        for (SequenceId s : {cache->newSequence(), cache->newSequence()}) {
+            ASSERT_TRUE(cache->extend(s, 1).isOk());
+            batch.push_back({std::int32_t(5 + 40 * s), s, 0, {0, 0, 0, 0}, true});
+        }
+        const Status status =
+            b == 0 ? models[b]->forward(batch, *cache, pool, logits)
+                   : models[b]->forwardCandidates(batch, *cache, pool, requests, got);
+        ASSERT_TRUE(status.isOk()) << status.message();
+    }
+    Candidates want;
+    const auto vocabulary = std::ptrdiff_t(spec.vocab);
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+        const auto row = logits.begin() + std::ptrdiff_t(r) * vocabulary;
+        testing::appendCandidates({row, row + vocabulary}, requests[r], want);
+    }
+    ASSERT_EQ(got.ids.size(), want.ids.size());
+    EXPECT_EQ(std::vector<std::int32_t>(got.ids.begin(), got.ids.begin() + 4),
+              std::vector<std::int32_t>(want.ids.begin(), want.ids.begin() + 4));
+    EXPECT_LT(relativeError(got.logits, want.logits), 1e-4);
 }
 
 // MiniMax-M3: a dense leading layer, then MSA and the shared plus routed experts (top-2 of 4),

@@ -380,11 +380,18 @@ void Session::truncate(std::size_t length) {
 
 // Runs `items` after the session's slots through the model in prefill chunks; logits of the last.
 // positions[i] is item i's rotary position; embeddings[i] its injected vector (image tokens).
+CandidateRequest candidateRequest(const Sampler& sampler, std::span<const std::int32_t> history) {
+    const SamplingParams& p = sampler.params();
+    return {sampler.candidatesNeeded(), p.repetitionPenalty, p.presencePenalty, p.frequencyPenalty,
+            sampler.penaltyCounts(history)};
+}
+
 Status Session::feed(std::span<const SlotItem> items, std::span<const TokenPosition> positions,
                      std::span<const std::int32_t> nextPositions,
-                     std::span<const float* const> embeddings, std::vector<float>& logits) {
+                     std::span<const float* const> embeddings, NextToken& next) {
     KvCache& cache = *m_engine.m_cache;
-    logits.clear();
+    next.logits.clear();
+    next.candidates = {};
     std::vector<TokenInput> batch;
     const std::size_t chunk = std::size_t(m_engine.m_options.prefillChunk);
     for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
@@ -402,7 +409,12 @@ Status Session::feed(std::span<const SlotItem> items, std::span<const TokenPosit
             in.embedding = embeddings[i];
             batch.push_back(in);
         }
-        const Status status = m_engine.m_model->forward(batch, cache, *m_engine.m_pool, logits);
+        Model& model = *m_engine.m_model;
+        const Status status =
+            next.request && end == items.size()
+                ? model.forwardCandidates(batch, cache, *m_engine.m_pool,
+                                          std::span(&*next.request, 1), next.candidates)
+                : model.forward(batch, cache, *m_engine.m_pool, next.logits);
         if (!status.isOk()) {
             cache.truncate(m_sequence, first);
             return status;
@@ -482,12 +494,11 @@ Status Session::embedImages(const GenerateRequest& request, const PromptSlots& p
     return {};
 }
 
-// Samples from `logits` (the prompt's last), then feeds each token back until a stop.
-Status Session::decode(const GenerateRequest& request, std::vector<float>& logits,
+// Samples from `next` (the prompt's last slot), then feeds each token back until a stop.
+Status Session::decode(const GenerateRequest& request, Sampler& sampler, NextToken& next,
                        GenerateResult& result) {
     const Tokenizer& tokenizer = *m_engine.m_tokenizer;
     const auto start = Clock::now();
-    Sampler sampler(request.sampling);
     TokenDecoder decoder(tokenizer);
     std::vector<std::int32_t> history = request.prompt;
     for (;;) {
@@ -495,7 +506,9 @@ Status Session::decode(const GenerateRequest& request, std::vector<float>& logit
             result.stop = StopReason::MaxTokens;
             break;
         }
-        const std::int32_t token = sampler.sample(logits, history);
+        const std::int32_t token =
+            next.request ? sampler.sampleCandidates(next.candidates.ids, next.candidates.logits)
+                         : sampler.sample(next.logits, history);
         if (tokenizer.isEndOfGeneration(token)) {
             result.stop = StopReason::EndOfGeneration;
             break;
@@ -521,11 +534,12 @@ Status Session::decode(const GenerateRequest& request, std::vector<float>& logit
             result.stop = StopReason::ContextFull;
             break;
         }
-        const SlotItem next[] = {{token, -1, {}}};
+        const SlotItem slot[] = {{token, -1, {}}};
         const TokenPosition position[] = {textPosition(m_nextPosition)};
         const float* const noEmbedding[] = {nullptr};
         const std::int32_t after[] = {m_nextPosition + 1};
-        IRIS_RETURN_IF_ERROR(feed(next, position, after, noEmbedding, logits));
+        if (next.request) next.request->penalties = sampler.penaltyCounts(history);
+        IRIS_RETURN_IF_ERROR(feed(slot, position, after, noEmbedding, next));
     }
     if (result.stop != StopReason::StopString) result.text += decoder.flush();
     result.decodeSeconds = secondsSince(start);
@@ -553,14 +567,19 @@ Result<GenerateResult> Session::generate(const GenerateRequest& request) {
     const auto start = Clock::now();
     InjectedEmbeddings images;
     IRIS_RETURN_IF_ERROR(embedImages(request, prompt, shared, images, result));
-    std::vector<float> logits;
+    // A model sampling on its device sends back each step's candidates instead of its logits
+    // (Model::forwardCandidates) when the sampler's chain starts from a few.
+    Sampler sampler(request.sampling);
+    NextToken next;
+    if (m_engine.m_model->samplesOnDevice() && sampler.candidatesNeeded() > 0)
+        next.request = candidateRequest(sampler, request.prompt);
     IRIS_RETURN_IF_ERROR(feed(std::span(prompt.items).subspan(shared),
                               std::span(prompt.positions).subspan(shared),
                               std::span(prompt.nextPositions).subspan(shared),
-                              std::span(images.perSlot).subspan(shared), logits));
+                              std::span(images.perSlot).subspan(shared), next));
     result.prefillSeconds = secondsSince(start);
 
-    IRIS_RETURN_IF_ERROR(decode(request, logits, result));
+    IRIS_RETURN_IF_ERROR(decode(request, sampler, next, result));
     return result;
 }
 

@@ -155,11 +155,18 @@ private:
     std::size_t reusePrefix(std::span<const SlotItem> items);
     Status embedImages(const GenerateRequest& request, const PromptSlots& prompt, std::size_t from,
                        InjectedEmbeddings& out, GenerateResult& result);
-    Status decode(const GenerateRequest& request, std::vector<float>& logits,
+    // What a forward pass leaves the sampler: the last slot's logits or, when the model samples
+    // on its device and `request` is set, the candidates it asks for.
+    struct NextToken {
+        std::vector<float> logits;
+        std::optional<CandidateRequest> request;
+        Candidates candidates;
+    };
+    Status decode(const GenerateRequest& request, Sampler& sampler, NextToken& next,
                   GenerateResult& result);
     Status feed(std::span<const SlotItem> items, std::span<const TokenPosition> positions,
                 std::span<const std::int32_t> nextPositions,
-                std::span<const float* const> embeddings, std::vector<float>& logits);
+                std::span<const float* const> embeddings, NextToken& next);
     void truncate(std::size_t length);
 
     Engine& m_engine;
@@ -170,6 +177,10 @@ private:
     std::vector<std::int32_t> m_nextPositions;  // running position after each slot
     std::int32_t m_nextPosition = 0;
 };
+
+// What a device keeps for `sampler` after `history` (Model::forwardCandidates); only for a
+// sampler whose candidatesNeeded() is above 0.
+CandidateRequest candidateRequest(const Sampler& sampler, std::span<const std::int32_t> history);
 
 class Engine {
 public:

@@ -642,12 +642,9 @@ bool Scheduler::requestCandidates(const std::vector<std::pair<Sequence*, std::in
     if (!m_engine->model().samplesOnDevice()) return false;
     for (const auto& [sequence, n] : parts) {
         if (sequence->pending() != n) continue;  // no logits this step
-        const Sampler& sampler = sequence->sampler;
-        const int keep = sampler.candidatesNeeded();
-        if (keep == 0) return false;  // its chain needs every logit: all of them come back
-        const SamplingParams& p = sampler.params();
-        m_requests.push_back({keep, p.repetitionPenalty, p.presencePenalty, p.frequencyPenalty,
-                              sampler.penaltyCounts(sequence->history)});
+        if (sequence->sampler.candidatesNeeded() == 0)
+            return false;  // its chain needs every logit: all of them come back
+        m_requests.push_back(candidateRequest(sequence->sampler, sequence->history));
     }
     return true;
 }

@@ -888,6 +888,7 @@ Status CudaBackend::finishCandidates(const float* x, const float* norm, float ep
                                        " sampling requests for " + std::to_string(count) +
                                        " tokens that want logits");
     }
+    if (count == 0) return endStep();
     int keep = 1;
     std::int64_t penalised = 0;
     for (const CandidateRequest& r : requests) {

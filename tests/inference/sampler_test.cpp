@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "inference/engine.h"
 #include "tests/inference/device_sampling.h"
 
 namespace iris::inference {
@@ -149,7 +150,7 @@ TEST(Sampler, CandidatesFromADeviceDrawWhatTheFullLogitsDraw) {
             for (std::int32_t& t : history)
                 t = token(rng);
             Candidates best;
-            testing::appendCandidates(logits, testing::candidateRequest(split, history), best);
+            testing::appendCandidates(logits, candidateRequest(split, history), best);
             for (int draw = 0; draw < 5; ++draw, ++draws)
                 ASSERT_EQ(split.sampleCandidates(best.ids, best.logits),
                           whole.sample(logits, history))

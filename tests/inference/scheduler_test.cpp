@@ -250,40 +250,6 @@ TEST_P(SchedulerTest, StreamsTheResultTextAndStopsAtStopStrings) {
     expectSameTokens(got, want);
 }
 
-// A model that samples "on its device": the device's half of sampling written out on the host
-// (device_sampling.h) from the wrapped model's logits, so that the scheduler's path for GPU
-// models runs on every machine.
-class SimulatedDeviceModel final : public Model {
-public:
-    SimulatedDeviceModel(std::unique_ptr<Model> inner, std::atomic<int>& calls)
-        : m_inner(std::move(inner)), m_calls(calls) {}
-    const ModelConfig& config() const override { return m_inner->config(); }
-    Status forward(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                   std::vector<float>& logits) override {
-        return m_inner->forward(batch, cache, pool, logits);
-    }
-    bool samplesOnDevice() const override { return true; }
-    Status forwardCandidates(std::span<const TokenInput> batch, KvCache& cache, ThreadPool& pool,
-                             std::span<const CandidateRequest> requests,
-                             Candidates& candidates) override {
-        std::vector<float> logits;
-        IRIS_RETURN_IF_ERROR(m_inner->forward(batch, cache, pool, logits));
-        const auto vocabulary = std::size_t(config().vocabSize);
-        EXPECT_EQ(logits.size(), requests.size() * vocabulary);
-        for (std::size_t r = 0; r < requests.size(); ++r) {
-            const auto row = logits.begin() + std::ptrdiff_t(r * vocabulary);
-            testing::appendCandidates({row, row + std::ptrdiff_t(vocabulary)}, requests[r],
-                                      candidates);
-        }
-        ++m_calls;
-        return {};
-    }
-
-private:
-    std::unique_ptr<Model> m_inner;
-    std::atomic<int>& m_calls;
-};
-
 // Sampling's first half on the model's device gives the tokens sampling from all logits gives:
 // greedy and seeded chains with top-k, top-p, min-p and penalties, 8 requests at once; one
 // request whose chain needs every logit (top-k off) sends those steps down the logits path.
@@ -309,7 +275,7 @@ TEST_P(SchedulerTest, SamplingOnTheDeviceDrawsTheSameTokensAsFromAllLogits) {
     ASSERT_TRUE(engine);
     std::atomic<int> calls = 0;
     engine->wrapModel([&calls](std::unique_ptr<Model> model) {
-        return std::make_unique<SimulatedDeviceModel>(std::move(model), calls);
+        return std::make_unique<testing::SimulatedDeviceModel>(std::move(model), calls);
     });
     Result<std::unique_ptr<Scheduler>> device = Scheduler::start(std::move(engine));
     ASSERT_TRUE(device) << device.status().message();
@@ -325,6 +291,41 @@ TEST_P(SchedulerTest, SamplingOnTheDeviceDrawsTheSameTokensAsFromAllLogits) {
         longest = std::max(longest, r.tokens.size());
     EXPECT_GT(longest, 0u);
     EXPECT_GE(std::size_t(calls.load()), longest);  // a step per token of the longest, at least
+}
+
+// The one-session engine (Session::generate) on a model sampling on its device draws what it
+// draws from all logits, for the same seeded chains.
+TEST_P(SchedulerTest, SessionsSampleOnTheDeviceToo) {
+    const ModelFiles setup = textModel();
+    std::vector<GenerateRequest> all = requests(4, 6, 10, 16);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        all[i].sampling = {.temperature = i == 0 ? 0.0f : 0.9f,
+                           .topK = 20,
+                           .topP = 0.9f,
+                           .minP = 0.02f,
+                           .repetitionPenalty = 1.2f,
+                           .seed = std::uint64_t(i)};
+    }
+    const std::vector<GenerateResult> want = referenceRuns(setup, all);
+    std::unique_ptr<Engine> engine = loadEngine(setup, 1);
+    ASSERT_TRUE(engine);
+    std::atomic<int> calls = 0;
+    engine->wrapModel([&calls](std::unique_ptr<Model> model) {
+        return std::make_unique<testing::SimulatedDeviceModel>(std::move(model), calls);
+    });
+    std::vector<GenerateResult> got;
+    std::size_t tokens = 0;
+    for (const GenerateRequest& request : all) {
+        Result<std::unique_ptr<Session>> session = engine->newSession();
+        ASSERT_TRUE(session);
+        Result<GenerateResult> result = (*session)->generate(request);
+        ASSERT_TRUE(result) << result.status().message();
+        tokens += result->tokens.size();
+        got.push_back(*result);
+    }
+    expectSameTokens(got, want);
+    EXPECT_GT(tokens, 0u);
+    EXPECT_GE(std::size_t(calls.load()), tokens);  // the prompt's and each fed token's step
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, SchedulerTest,

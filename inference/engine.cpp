@@ -378,14 +378,15 @@ void Session::truncate(std::size_t length) {
     m_nextPosition = length == 0 ? 0 : m_nextPositions.back();
 }
 
-// Runs `items` after the session's slots through the model in prefill chunks; logits of the last.
-// positions[i] is item i's rotary position; embeddings[i] its injected vector (image tokens).
 CandidateRequest candidateRequest(const Sampler& sampler, std::span<const std::int32_t> history) {
     const SamplingParams& p = sampler.params();
     return {sampler.candidatesNeeded(), p.repetitionPenalty, p.presencePenalty, p.frequencyPenalty,
             sampler.penaltyCounts(history)};
 }
 
+// Runs `items` after the session's slots through the model in prefill chunks; leaves the last
+// one's logits in `next` (or its candidates, when next.request is set). positions[i] is item i's
+// rotary position; embeddings[i] its injected vector (image tokens).
 Status Session::feed(std::span<const SlotItem> items, std::span<const TokenPosition> positions,
                      std::span<const std::int32_t> nextPositions,
                      std::span<const float* const> embeddings, NextToken& next) {

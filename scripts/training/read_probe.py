@@ -6,13 +6,14 @@ tower that cannot read stays at the prior; one that reads goes below it (docs/ti
 section 6, has the runs and what they showed):
 
     cd scripts/training
-    /usr/bin/python3 read_probe.py --checkpoint RUN/checkpoint.pt --data TRAIN_DIR \\
-        --held HELD_DIR --out /tmp/read-probe --steps 600 [--init-tower] [--bf16]
+    /usr/bin/python3 read_probe.py --checkpoint RUN/checkpoint.pt --data TRAIN_DIR [...] \\
+        --held HELD_DIR --out /tmp/read-probe --steps 600 [--init-tower] [--bf16] [--save PT]
 
 The checkpoint gives the vocabulary (the targets' tokens) and the tower's configuration; with
 --init-tower its trained tower is the start, else a fresh one (seeded). The data are `iris models
-data` folders of generator version 2 (their `texts`) at any one pixel budget. Writes
-OUT/log.jsonl, one line per evaluation.
+data` folders of generator version 2 (their `texts`) at one pixel budget. Writes OUT/log.jsonl,
+one line per evaluation. --save writes the checkpoint with its tower replaced by the one trained
+here, everything else as it was, for `train.py --init`: reading first, then the rest.
 """
 
 import argparse
@@ -65,7 +66,8 @@ def targets(example, vocab):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="a train.py checkpoint.pt")
-    parser.add_argument("--data", required=True, help="training pages (their train split)")
+    parser.add_argument("--data", required=True, nargs="+", metavar="DIR",
+                        help="training pages (their train split), one folder or several")
     parser.add_argument("--held", required=True, help="held-out pages (any split)")
     parser.add_argument("--held-count", type=int, default=60)
     parser.add_argument("--out", required=True)
@@ -79,6 +81,8 @@ def main():
     parser.add_argument("--init-tower", action="store_true",
                         help="start from the checkpoint's tower (else a fresh one)")
     parser.add_argument("--bf16", action="store_true", help="as train.py's --bf16")
+    parser.add_argument("--save", metavar="PT",
+                        help="write --checkpoint with this tower in it (for train.py --init)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -89,7 +93,7 @@ def main():
         m.init_weights(args.seed)
     tower = m.tower
     head = torch.nn.Linear(m.c.hidden, len(vocab))
-    examples = pages(args.data, vocab, "train")
+    examples = [e for data in args.data for e in pages(data, vocab, "train")]
     held = pages(args.held, vocab)[:args.held_count]
     if not examples or not held:
         raise SystemExit("no pages with measured words (generator version 2) in --data/--held")
@@ -135,6 +139,12 @@ def main():
         recent = (recent + [total])[-args.eval_every:]
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             evaluate(step + 1, sum(recent) / len(recent))
+    if args.save:
+        start = torch.load(args.checkpoint)
+        state = dict(start["model"])
+        state.update({"tower." + key: value for key, value in tower.state_dict().items()})
+        torch.save({"config": start["config"], "merges": start["merges"], "model": state,
+                    "step": 0, "losses": []}, args.save)
 
 
 if __name__ == "__main__":
